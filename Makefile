@@ -1,0 +1,78 @@
+# llmserve.sglang — developer entry points. `make test` is what CI runs (.ci/run).
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+export LLMSERVE_CACHE ?= /var/cache/llmserve
+VENV := $(LLMSERVE_CACHE)/venv
+DEVENV := source tests/tools/devenv.sh
+HOSTS := source tests/hosts/testhosts.sh
+# Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
+SCENARIOS ?= $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
+S ?= $(SCENARIOS)
+
+# Every ansible/molecule call sees the checkout as llmserve.sglang and no injected fact vars.
+RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COLLECTIONS_PATH="$$TREE" \
+      MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_FORCE_COLOR=0 \
+      PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
+
+.PHONY: help venv hosts lint sanity unit build-check molecule test demo bench clean
+
+help:
+	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest, build check, molecule"
+	@echo "make demo    - run playbooks/site.yml against the local demo test hosts (inventories/demo)"
+	@echo "make bench   - benchmark wait_for_endpoint against uri+until and a curl loop"
+	@echo "make molecule S='default preflight' - run some molecule scenarios"
+
+venv:
+	@$(DEVENV); dev_venv
+
+hosts:
+	@$(HOSTS); th_host_setup; th_build_images
+
+lint: venv
+	@$(RUN) echo "== yamllint"; yamllint -s . && echo "yamllint: clean"
+	@$(RUN) echo "== ansible-lint (production profile)"; ansible-lint --offline -q
+
+sanity: venv
+	@$(RUN) echo "== ansible-test sanity"; dev_ansible_test_pip; dir=$$(dev_sanity_tree); cd "$$dir"; \
+	  ansible-test sanity --python 3.12 --color no
+
+unit: venv
+	@$(RUN) echo "== pytest (unit + integration)"; \
+	  pytest -q -p no:cacheprovider tests/unit tests/integration
+
+build-check: venv
+	@$(RUN) echo "== ansible-galaxy collection build/install + ansible-doc"; \
+	  out=$$(mktemp -d); ansible-galaxy collection build --force --output-path "$$out" . >/dev/null; \
+	  ansible-galaxy collection install --force -p "$$out/installed" "$$out"/llmserve-sglang-*.tar.gz >/dev/null; \
+	  ANSIBLE_COLLECTIONS_PATH="$$out/installed" ansible-doc -l llmserve.sglang | tee "$$out/doc.txt"; \
+	  ANSIBLE_COLLECTIONS_PATH="$$out/installed" ansible-doc -t role -l llmserve.sglang; \
+	  ansible-builder create -f meta/execution-environment.yml --context "$$out/ee" >/dev/null; \
+	  test -s "$$out/ee/Containerfile"; echo "ansible-builder create: Containerfile written"; \
+	  echo "build-check: $$(ls "$$out"/llmserve-sglang-*.tar.gz | xargs -n1 basename) installs; $$(wc -l < "$$out/doc.txt") modules listed"; \
+	  rm -rf "$$out"
+
+molecule: venv hosts
+	@$(RUN) $(HOSTS); trap th_teardown EXIT; pass=0; fail=0; failed=""; \
+	for s in $(S); do \
+	  echo "== molecule test -s $$s"; start=$$SECONDS; \
+	  if molecule test -s "$$s" </dev/null > "$(LLMSERVE_CACHE)/molecule-$$s.log" 2>&1; then \
+	    pass=$$((pass+1)); echo "molecule scenario $$s: PASSED ($$((SECONDS-start)) s)"; \
+	  else \
+	    fail=$$((fail+1)); failed="$$failed $$s"; echo "molecule scenario $$s: FAILED ($$((SECONDS-start)) s), log follows"; \
+	    tail -n 150 "$(LLMSERVE_CACHE)/molecule-$$s.log"; \
+	  fi; \
+	done; \
+	echo "molecule: $$pass passed, $$fail failed"; [ "$$fail" -eq 0 ]
+
+test: lint sanity unit build-check molecule
+
+demo: venv hosts
+	@$(RUN) bash tests/tools/demo.sh
+
+bench: venv
+	@$(RUN) bash tests/bench/run.sh
+
+clean:
+	rm -rf build reports tests/output

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `make demo`: boot the two demo test hosts (kept running between demos, so a second run shows
+# changed=0) and run the site playbook against inventories/demo.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source tests/hosts/testhosts.sh
+
+declare -A demo_hosts=([llmserve-demo-debian12]=bookworm [llmserve-demo-debian13]=trixie)
+for name in "${!demo_hosts[@]}"; do
+  if [ "$(podman inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" != true ]; then
+    podman rm -f "$name" >/dev/null 2>&1 || true
+    th_log "starting demo host $name"
+    podman run -d --name "$name" --hostname "$name" --systemd=always \
+      --label owner=llmserve-demo "$TH_IMAGE_PREFIX:${demo_hosts[$name]}" /sbin/init >/dev/null
+  fi
+done
+for name in "${!demo_hosts[@]}"; do
+  for _ in $(seq 1 60); do
+    state=$(podman exec "$name" systemctl is-system-running 2>/dev/null || true)
+    case "$state" in running|degraded) break ;; esac
+    sleep 0.5
+  done
+done
+
+ansible-playbook playbooks/site.yml -i inventories/demo "$@"
+echo "demo hosts stay up for the next run; remove them with: podman rm -f ${!demo_hosts[*]}"

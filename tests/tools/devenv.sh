@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Developer environment for llmserve.sglang: the controller virtualenv and the collection trees that
+# ansible, ansible-test and molecule need. Sourced by the Makefile; every function is idempotent.
+set -euo pipefail
+
+: "${LLMSERVE_CACHE:=/var/cache/llmserve}"
+: "${LLMSERVE_VENV:=$LLMSERVE_CACHE/venv}"
+DEV_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# One tree per checkout, so two clones (a session and its CI run) never point at each other's files.
+DEV_TREE="$LLMSERVE_CACHE/trees/$(printf '%s' "$DEV_ROOT" | sha256sum | cut -c1-12)"
+
+dev_log() { printf '[devenv %(%T)T] %s\n' -1 "$*" >&2; }
+
+# ansible-core 2.21 needs Python >= 3.12 on the controller: prefer pyenv's 3.12, else python3.12 on PATH.
+dev_python() {
+  local p
+  for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
+    [ -x "$p" ] && { printf '%s\n' "$p"; return 0; }
+  done
+  if command -v python3.12 >/dev/null && python3.12 -c 'import sys' 2>/dev/null; then
+    command -v python3.12
+    return 0
+  fi
+  dev_log "no Python 3.12 found (looked in pyenv versions and PATH); ansible-core 2.21 needs it"
+  return 1
+}
+
+# Host tools the test suite calls besides Python packages (ansible-test's shellcheck test).
+dev_system_packages() {
+  command -v shellcheck >/dev/null && return 0
+  dev_log "installing shellcheck"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck >/dev/null
+}
+
+dev_venv() {
+  local want have py
+  dev_system_packages
+  want=$(sha256sum "$DEV_ROOT/requirements-dev.txt" | cut -c1-16)
+  have=$(cat "$LLMSERVE_VENV/.llmserve-stamp" 2>/dev/null || true)
+  if [ "$want" = "$have" ] && [ -x "$LLMSERVE_VENV/bin/ansible-playbook" ]; then
+    return 0
+  fi
+  py=$(dev_python)
+  dev_log "building $LLMSERVE_VENV with $py"
+  rm -rf "$LLMSERVE_VENV"
+  "$py" -m venv "$LLMSERVE_VENV"
+  "$LLMSERVE_VENV/bin/pip" install -q --disable-pip-version-check -r "$DEV_ROOT/requirements-dev.txt"
+  printf '%s\n' "$want" > "$LLMSERVE_VENV/.llmserve-stamp"
+}
+
+# ansible_collections/llmserve/sglang -> this checkout (a symlink: edits are live).
+dev_tree() {
+  mkdir -p "$DEV_TREE/ansible_collections/llmserve"
+  ln -sfn "$DEV_ROOT" "$DEV_TREE/ansible_collections/llmserve/sglang"
+  printf '%s\n' "$DEV_TREE"
+}
+
+# ansible-test wants to run inside a real ansible_collections/<ns>/<name> directory, so sanity gets
+# a copy of the files git knows about (tracked and untracked-but-not-ignored).
+dev_sanity_tree() {
+  local dst
+  dst="$LLMSERVE_CACHE/sanity/$(basename "$DEV_TREE")/ansible_collections/llmserve/sglang"
+  rm -rf "$dst"
+  mkdir -p "$dst"
+  # files deleted in the work tree but still in the index are skipped by --ignore-failed-read
+  (cd "$DEV_ROOT" && git ls-files -z --cached --others --exclude-standard |
+    tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -C "$dst" -xf -
+  printf '%s\n' "$dst"
+}
+
+# ansible-test downloads a pip bootstrap script from a host CI cannot reach; give it a local one
+# at the cache path it checks first (the pip version is read from the installed ansible-test).
+dev_ansible_test_pip() {
+  local ver
+  ver=$("$LLMSERVE_VENV/bin/python" -c 'import re, ansible_test, pathlib
+src = (pathlib.Path(ansible_test.__file__).parent / "_internal/python_requirements.py").read_text()
+print(re.search(r"pip=.([0-9.]+).", src).group(1))')
+  mkdir -p "$HOME/.ansible/test/cache"
+  install -m 0644 "$DEV_ROOT/tests/tools/ansible_test_get_pip.py" "$HOME/.ansible/test/cache/get_pip_${ver//./_}.py"
+}
