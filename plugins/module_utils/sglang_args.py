@@ -1,0 +1,1038 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Static checks and command-line rendering for an SGLang server configuration.
+
+The input ``cfg`` is the ``sglang_server`` role's variables without their prefix::
+
+    model_path, served_model_name, host, port, tp_size, gpus, speculative, args, env,
+    api_key, hf_token, p2p, p2p_ok, allow_unauthenticated, config_path
+
+Everything here works without the model, without a GPU and without SGLang installed: the flag
+table of the pinned release lives in ``sglang_flags``. The rules follow what SGLang's own
+resolution pipeline enforces (or silently rewrites), so a bad setting is reported by Ansible
+before a unit is changed instead of by a crash-looping service.
+
+Public functions:
+
+``validate_server_config(cfg, prefix="sglang_server_") -> list[str]``
+    every problem found; each message names the variable, the rule and the fix.
+``server_config_warnings(cfg, prefix="sglang_server_") -> list[str]``
+    legal but surprising settings (SGLang rewrites them or they are deprecated).
+``render_server_argv(cfg, prefix="sglang_server_") -> dict``
+    ``argv``/``config``/``env``/``env_file``/``p2p``/``warnings``; raises ``SGLangConfigError``.
+
+Standard library only, except ``netaddr`` (controller side) which is imported lazily for the host
+check and reported as a clear error when missing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+
+from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_flags import (
+    DEPRECATED_FLAGS,
+    FLAGS,
+    REMOVED_FLAGS,
+    SGLANG_VERSION,
+    SPELLINGS,
+    VALUE_HINTS,
+)
+
+DEFAULT_PREFIX = "sglang_server_"
+
+# Names SpeculativeAlgorithm.from_string accepts in SGLang 0.5.23 (NEXTN is an alias of EAGLE).
+SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO", "FROZEN_KV_MTP")
+# Algorithms handled by SGLang's EAGLE-family code path (steps/topk/draft-token rules apply).
+EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+# Algorithms that keep --enable-mixed-chunk (SGLang turns it off for the others).
+MIXED_CHUNK_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "DFLASH", "DSPARK")
+# Common names for an algorithm that SGLang does not know under that name.
+ALGORITHM_HINTS = {
+    "MTP": "NEXTN",
+    "NEXT_N": "NEXTN",
+    "NEXT-N": "NEXTN",
+    "EAGLE-3": "EAGLE3",
+    "EAGLE_3": "EAGLE3",
+    "EAGLE2": "EAGLE",
+    "N-GRAM": "NGRAM",
+    "LOOKAHEAD": "NGRAM",
+    "DRAFT_MODEL": "STANDALONE",
+}
+
+# sglang_server_speculative keys -> SGLang dest, in rendering order.
+SPECULATIVE_KEYS = (
+    ("algorithm", "speculative_algorithm"),
+    ("num_steps", "speculative_num_steps"),
+    ("eagle_topk", "speculative_eagle_topk"),
+    ("num_draft_tokens", "speculative_num_draft_tokens"),
+    ("draft_model_path", "speculative_draft_model_path"),
+)
+
+# SGLang dest -> role variable (without prefix) that owns it; such flags are refused in ``args``.
+DEDICATED_FLAGS = {
+    "model_path": "model_path",
+    "served_model_name": "served_model_name",
+    "host": "host",
+    "port": "port",
+    "tp_size": "tp_size",
+    "api_key": "api_key",
+}
+DEDICATED_FLAGS.update((dest, "speculative." + key) for key, dest in SPECULATIVE_KEYS)
+
+# Flags the role manages itself and that make no sense in ``args``.
+MANAGED_FLAGS = {
+    "config": "the role writes its own --config file (it carries the API key); put the settings in this dict instead",
+}
+
+# Secrets: never on the command line, written to the --config YAML (dash-form keys) instead.
+SECRET_FLAGS = ("api_key", "admin_api_key", "ssl_keyfile_password")
+
+# What sglang_server_p2p: off adds.
+P2P_OFF_SWITCHES = ("disable_custom_all_reduce", "enforce_disable_flashinfer_allreduce_fusion")
+P2P_OFF_ENV = {"NCCL_P2P_DISABLE": "1"}
+
+# Environment names the role fills from dedicated variables.
+HF_TOKEN_ENV_NAMES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")
+
+# Integer flags that must be at least 1 (resp. 0) when given.
+POSITIVE_INT_FLAGS = (
+    "tp_size", "pp_size", "dp_size", "attn_dp_size", "attn_cp_size", "moe_dp_size", "dcp_size", "ep_size",
+    "nnodes", "tokenizer_worker_num", "detokenizer_worker_num", "page_size", "max_running_requests",
+    "gpu_id_step", "mamba_track_interval",
+)
+NON_NEGATIVE_INT_FLAGS = ("node_rank", "base_gpu_id", "mamba_cache_philox_rounds")
+
+LOG_LEVELS = ("CRITICAL", "FATAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTSET")
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_INT_TEXT = re.compile(r"^[+-]?\d+$")
+_HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
+_NEGATIVE_NUMBER = re.compile(r"^-\d")
+
+_UNSET = object()
+
+
+class SGLangConfigError(ValueError):
+    """Raised by ``render_server_argv`` when the configuration does not validate."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        super(SGLangConfigError, self).__init__(
+            "invalid SGLang server configuration:\n- " + "\n- ".join(self.errors)
+        )
+
+
+def normalise_flag_name(name):
+    """``--tp-size``, ``tp-size`` and ``tp_size`` all become ``tp_size``."""
+    return str(name).strip().lstrip("-").replace("-", "_")
+
+
+def option_for(dest):
+    """Main command-line spelling of a dest (``tp_size`` -> ``--tp-size``)."""
+    return FLAGS[dest]["option"]
+
+
+def _suggest(word, candidates, n=3):
+    matches = difflib.get_close_matches(word, list(candidates), n=n, cutoff=0.75)
+    if not matches:
+        return ""
+    return " (did you mean %s?)" % " or ".join(matches)
+
+
+def _is_blank(value):
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _as_int(value):
+    """Return ``value`` as an int, or ``_UNSET`` when it is not an integer (booleans are not)."""
+    if isinstance(value, bool):
+        return _UNSET
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return _UNSET  # 4.0 is most likely a typo; keep integers strict
+    if isinstance(value, str) and _INT_TEXT.match(value.strip()):
+        return int(value.strip())
+    return _UNSET
+
+
+def _as_float(value):
+    if isinstance(value, bool):
+        return _UNSET
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return _UNSET
+    return _UNSET
+
+
+def _describe(value):
+    if isinstance(value, bool):
+        return "boolean %s" % ("true" if value else "false")
+    if isinstance(value, str):
+        return "%r" % (value,)
+    if isinstance(value, dict):
+        return "a dict"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return "%s %r" % (type(value).__name__, value)
+
+
+def _json_text(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class _Config(object):
+    """One pass over ``cfg``: collects errors/warnings and the normalised values."""
+
+    def __init__(self, cfg, prefix):
+        self.prefix = prefix
+        self.errors = []
+        self.warnings = []
+        self.cfg = cfg if isinstance(cfg, dict) else {}
+        if not isinstance(cfg, dict):
+            self.errors.append("%s*: the server configuration must be a dict of role variables, got %s"
+                               % (prefix, _describe(cfg)))
+        self.top = {}       # role variable -> normalised value (None = unset)
+        self.spec = {}      # speculative key -> normalised value
+        self.args = {}      # dest -> normalised value (None/False dropped later)
+        self.arg_keys = {}  # dest -> key as the user wrote it
+        self.rendered = {}  # dest -> list of argv tokens after the option (None = bare switch)
+        self.env = {}
+        self.p2p = "on"
+        self._run()
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    def var(self, name):
+        return self.prefix + name
+
+    def arg_var(self, dest):
+        return "%sargs.%s" % (self.prefix, self.arg_keys.get(dest, dest))
+
+    def err(self, variable, rule, fix=None):
+        self.errors.append("%s: %s%s" % (variable, rule, "; " + fix if fix else ""))
+
+    def warn(self, variable, text):
+        self.warnings.append("%s: %s" % (variable, text))
+
+    def value(self, dest, default=None):
+        """Effective normalised value of a SGLang dest, from a dedicated variable or ``args``."""
+        owner = DEDICATED_FLAGS.get(dest)
+        if owner is not None:
+            if owner.startswith("speculative."):
+                got = self.spec.get(owner.split(".", 1)[1])
+            else:
+                got = self.top.get(owner)
+            return default if got is None else got
+        got = self.args.get(dest)
+        return default if got is None else got
+
+    def where(self, dest):
+        owner = DEDICATED_FLAGS.get(dest)
+        if owner is not None:
+            return self.var(owner)
+        if dest in self.args:
+            return self.arg_var(dest)
+        return "%sargs.%s" % (self.prefix, dest)
+
+    # -- top-level variables -----------------------------------------------------------------------------
+
+    def _run(self):
+        self._check_model()
+        self._check_network()
+        self._check_parallel()
+        self._check_secrets()
+        self._check_speculative()
+        self._check_args()
+        self._check_env()
+        self._check_p2p()
+        if not self.errors:
+            self._check_cross_rules()
+
+    def _check_model(self):
+        model_path = self.cfg.get("model_path")
+        if _is_blank(model_path):
+            self.err(self.var("model_path"), "is required (SGLang's --model-path)",
+                     "set it to a local checkpoint directory or a Hugging Face repository id")
+        elif not isinstance(model_path, str):
+            self.err(self.var("model_path"), "must be a string, got %s" % _describe(model_path))
+        else:
+            self.top["model_path"] = model_path.strip()
+            self._no_newline(self.var("model_path"), model_path)
+
+        name = self.cfg.get("served_model_name")
+        if not _is_blank(name):
+            if not isinstance(name, str):
+                self.err(self.var("served_model_name"), "must be a string, got %s" % _describe(name))
+            elif ":" in name:
+                self.err(self.var("served_model_name"),
+                         "must not contain ':' (SGLang rejects it at startup), got %r" % name,
+                         "use another separator, e.g. %r" % name.replace(":", "-"))
+            else:
+                self.top["served_model_name"] = name.strip()
+                self._no_newline(self.var("served_model_name"), name)
+
+        config_path = self.cfg.get("config_path")
+        if not _is_blank(config_path):
+            if not isinstance(config_path, str) or not config_path.lower().endswith((".yaml", ".yml")):
+                self.err(self.var("config_path"), "SGLang only reads a --config file ending in .yaml or .yml, got %s"
+                         % _describe(config_path), "use a path like /etc/sglang/sglang.yaml")
+            else:
+                self.top["config_path"] = config_path
+
+    def _check_network(self):
+        host = self.cfg.get("host")
+        self.top["host_loopback"] = True
+        if not _is_blank(host):
+            if not isinstance(host, str):
+                self.err(self.var("host"), "must be an IP address string, got %s" % _describe(host))
+            else:
+                self._check_host(host.strip())
+        port = self.cfg.get("port")
+        if port is not None:
+            number = _as_int(port)
+            if number is _UNSET or not 1 <= number <= 65535:
+                self.err(self.var("port"), "must be a TCP port number between 1 and 65535, got %s" % _describe(port),
+                         "use e.g. 30000 (SGLang's default)")
+            else:
+                self.top["port"] = number
+
+        allow = self.cfg.get("allow_unauthenticated", False)
+        if allow is None:
+            allow = False
+        if not isinstance(allow, bool):
+            self.err(self.var("allow_unauthenticated"), "must be a boolean, got %s" % _describe(allow),
+                     "use true or false")
+            allow = False
+        self.top["allow_unauthenticated"] = allow
+
+    def _check_host(self, host):
+        try:
+            import netaddr  # pylint: disable=import-outside-toplevel
+        except ImportError:
+            self.err(self.var("host"), "cannot be checked because the Python package 'netaddr' is missing on the "
+                     "controller", "install it into Ansible's Python (pip install netaddr)")
+            return
+        try:
+            address = netaddr.IPAddress(host)
+        except (netaddr.AddrFormatError, ValueError, TypeError):
+            self.err(self.var("host"), "must be an IP address (SGLang binds it), got %r" % host,
+                     "use 127.0.0.1 for local clients only, or the address of the interface to listen on "
+                     "(0.0.0.0 for all)")
+            return
+        self.top["host"] = host
+        self.top["host_loopback"] = bool(address.is_loopback())
+
+    def _check_parallel(self):
+        tp = self.cfg.get("tp_size")
+        if tp is not None:
+            number = _as_int(tp)
+            if number is _UNSET or number < 1:
+                self.err(self.var("tp_size"), "must be an integer >= 1 (tensor-parallel GPUs), got %s" % _describe(tp),
+                         "set it to the number of GPUs the model is split over")
+            else:
+                self.top["tp_size"] = number
+
+        gpus = self.cfg.get("gpus")
+        if gpus is None or gpus == []:
+            return
+        if not isinstance(gpus, (list, tuple)):
+            fix = "write a YAML list such as [0, 1, 2, 3]"
+            self.err(self.var("gpus"), "must be a list of GPU indexes, got %s" % _describe(gpus), fix)
+            return
+        indexes = []
+        for position, item in enumerate(gpus):
+            number = _as_int(item)
+            if number is _UNSET or number < 0:
+                self.err("%s[%d]" % (self.var("gpus"), position),
+                         "must be a GPU index (integer >= 0), got %s" % _describe(item),
+                         "list indexes as shown by nvidia-smi, e.g. [0, 1]")
+                return
+            indexes.append(number)
+        duplicates = sorted({i for i in indexes if indexes.count(i) > 1})
+        if duplicates:
+            self.err(self.var("gpus"), "lists GPU %s more than once" % ", ".join(str(d) for d in duplicates),
+                     "list every GPU once")
+            return
+        self.top["gpus"] = indexes
+
+    def _check_secrets(self):
+        for name in ("api_key", "hf_token"):
+            secret = self.cfg.get(name)
+            if _is_blank(secret):
+                continue
+            if not isinstance(secret, str):
+                self.err(self.var(name), "must be a string, got %s" % type(secret).__name__,
+                         "quote it in YAML or load it from a vault")
+            elif re.search(r"\s", secret):
+                self.err(self.var(name), "must not contain whitespace or line breaks (value not shown)",
+                         "strip the value (e.g. | trim)")
+            else:
+                self.top[name] = secret
+
+    # -- speculative -----------------------------------------------------------------------------------
+
+    def _check_speculative(self):
+        spec = self.cfg.get("speculative")
+        variable = self.var("speculative")
+        if spec is None or spec == {}:
+            return
+        if not isinstance(spec, dict):
+            self.err(variable, "must be a dict (algorithm, num_steps, eagle_topk, num_draft_tokens, "
+                     "draft_model_path) or empty, got %s" % _describe(spec), "use {} to turn speculative decoding off")
+            return
+        known = [pair[0] for pair in SPECULATIVE_KEYS]
+        for key in spec:
+            if key not in known:
+                hint = _suggest(str(key), known)
+                self.err("%s.%s" % (variable, key), "is not a known key (%s)%s" % (", ".join(known), hint),
+                         "put other speculative_* flags into %s" % self.var("args"))
+        if all(spec.get(key) is None for key in known):
+            return
+        algorithm = spec.get("algorithm")
+        if _is_blank(algorithm):
+            self.err(variable + ".algorithm", "is required when other speculative settings are given",
+                     "set algorithm: NEXTN for MTP, or empty the dict to turn speculative decoding off")
+        elif not isinstance(algorithm, str):
+            self.err(variable + ".algorithm", "must be a string, got %s" % _describe(algorithm))
+        else:
+            upper = algorithm.strip().upper()
+            if upper in SPECULATIVE_ALGORITHMS:
+                self.spec["algorithm"] = upper
+            elif upper == "NONE":
+                self.err(variable + ".algorithm", "NONE is not an algorithm",
+                         "empty %s to turn speculative decoding off" % variable)
+            elif upper in ALGORITHM_HINTS:
+                self.err(variable + ".algorithm", "%r is not a name SGLang %s knows" % (algorithm, SGLANG_VERSION),
+                         "use %s (names are case-insensitive: %s)"
+                         % (ALGORITHM_HINTS[upper], ", ".join(SPECULATIVE_ALGORITHMS)))
+            else:
+                self.err(variable + ".algorithm", "%r is not one of %s%s" % (
+                    algorithm, ", ".join(SPECULATIVE_ALGORITHMS), _suggest(upper, SPECULATIVE_ALGORITHMS)),
+                    "names are case-insensitive; MTP models use NEXTN")
+        for key in ("num_steps", "eagle_topk", "num_draft_tokens"):
+            raw = spec.get(key)
+            if raw is None:
+                continue
+            number = _as_int(raw)
+            if number is _UNSET or number < 1:
+                self.err("%s.%s" % (variable, key), "must be an integer >= 1, got %s" % _describe(raw),
+                         "e.g. num_steps: 3, eagle_topk: 1, num_draft_tokens: 4 (the usual MTP triple)")
+            else:
+                self.spec[key] = number
+        draft = spec.get("draft_model_path")
+        if not _is_blank(draft):
+            if not isinstance(draft, str):
+                self.err(variable + ".draft_model_path", "must be a string, got %s" % _describe(draft))
+            else:
+                self.spec["draft_model_path"] = draft.strip()
+
+    # -- args ------------------------------------------------------------------------------------------
+
+    def _check_args(self):
+        args = self.cfg.get("args")
+        if args is None or args == {}:
+            return
+        if not isinstance(args, dict):
+            self.err(self.var("args"), "must be a dict of SGLang flag names to values, got %s" % _describe(args),
+                     "write e.g. {mem_fraction_static: 0.85, enable_metrics: true}")
+            return
+        for key, raw in args.items():
+            variable = "%sargs.%s" % (self.prefix, key)
+            if not isinstance(key, str) or not key.strip():
+                self.err(variable, "flag names must be non-empty strings")
+                continue
+            name = normalise_flag_name(key)
+            dest = SPELLINGS.get(name)
+            if dest is None:
+                self._unknown_flag(variable, name, raw)
+                continue
+            if dest in self.arg_keys:
+                self.err(variable, "sets %s again (already given as %r)" % (option_for(dest), self.arg_keys[dest]),
+                         "keep one spelling")
+                continue
+            self.arg_keys[dest] = key
+            if dest in DEDICATED_FLAGS:
+                owner = self.var(DEDICATED_FLAGS[dest])
+                self.err(variable, "duplicates %s, which is the only place to set %s" % (owner, option_for(dest)),
+                         "move the value to %s" % owner)
+                continue
+            if dest in MANAGED_FLAGS:
+                self.err(variable, "cannot be set here", MANAGED_FLAGS[dest])
+                continue
+            if dest in SECRET_FLAGS:
+                self._check_secret_arg(dest, variable, raw)
+                continue
+            self._check_arg_value(dest, variable, raw)
+
+    def _check_secret_arg(self, dest, variable, raw):
+        """Secrets go to the --config file; their value is never repeated in a message."""
+        if _is_blank(raw):
+            return
+        if not isinstance(raw, str) or re.search(r"\s", raw):
+            self.err(variable, "must be a string without whitespace or line breaks (value not shown)",
+                     "quote it in YAML or load it from a vault")
+            return
+        self.args[dest] = raw
+        self.rendered[dest] = [raw]
+
+    def _unknown_flag(self, variable, name, raw):
+        if name in REMOVED_FLAGS:
+            self.err(variable, "is not accepted by SGLang %s" % SGLANG_VERSION, REMOVED_FLAGS[name])
+            return
+        if name.startswith("no_") and name[3:] in FLAGS and FLAGS[name[3:]]["kind"] == "bool":
+            self.err(variable, "is the negative spelling of %s" % option_for(name[3:]),
+                     "write %s: false instead" % name[3:])
+            return
+        hint = _suggest(name, FLAGS)
+        self.err(variable, "is not a flag of SGLang %s%s" % (SGLANG_VERSION, hint),
+                 None if hint else "see 'sglang serve --help' of that version for the flag names")
+
+    def _check_arg_value(self, dest, variable, raw):
+        flag = FLAGS[dest]
+        kind = flag["kind"]
+        if raw is None:
+            return
+        if kind in ("switch", "bool"):
+            if not isinstance(raw, bool):
+                self.err(variable, "%s is a switch and takes true or false, got %s" % (flag["option"], _describe(raw)),
+                         "write %s: true (false or null leaves it out)" % dest if kind == "switch"
+                         else "write %s: true or false (null leaves SGLang's default)" % dest)
+                return
+            self.args[dest] = raw
+            if kind == "switch":
+                self.rendered[dest] = [] if raw else None
+            else:
+                self.rendered[dest] = [] if raw else False
+            return
+        if flag["nargs"] == "?" and isinstance(raw, bool):
+            self.args[dest] = raw
+            self.rendered[dest] = [] if raw else None
+            return
+        if kind == "list":
+            items = list(raw) if isinstance(raw, (list, tuple)) else [raw]
+            if not items and flag["nargs"] == "+":
+                self.err(variable, "%s needs at least one value" % flag["option"], "give a list or leave it out")
+                return
+            tokens, values = [], []
+            for position, item in enumerate(items):
+                token = self._scalar(dest, "%s[%d]" % (variable, position) if isinstance(raw, (list, tuple))
+                                     else variable, item)
+                if token is _UNSET:
+                    return
+                tokens.append(token[0])
+                values.append(token[1])
+            self.args[dest] = values
+            self.rendered[dest] = tokens
+            return
+        token = self._scalar(dest, variable, raw)
+        if token is _UNSET:
+            return
+        self.args[dest] = token[1]
+        self.rendered[dest] = [token[0]]
+
+    def _scalar(self, dest, variable, raw):
+        """Check one value against the flag's type and choices: ``(argv text, normalised value)`` or ``_UNSET``."""
+        flag = FLAGS[dest]
+        typ = flag["type"]
+        if isinstance(raw, bool):
+            self.err(variable, "%s takes a %s value, not %s" % (flag["option"], typ, _describe(raw)),
+                     "give a value, or null to leave the flag out")
+            return _UNSET
+        if typ == "int":
+            value = _as_int(raw)
+            if value is _UNSET:
+                self.err(variable, "%s takes an integer, got %s" % (flag["option"], _describe(raw)))
+                return _UNSET
+            if not self._int_range(dest, variable, value):
+                return _UNSET
+            text = str(value)
+        elif typ == "float":
+            value = _as_float(raw)
+            if value is _UNSET:
+                self.err(variable, "%s takes a number, got %s" % (flag["option"], _describe(raw)))
+                return _UNSET
+            if dest == "mem_fraction_static" and not 0 < value < 1:
+                self.err(variable, "must be between 0 and 1 (exclusive), got %s" % value,
+                         "it is the fraction of GPU memory for weights and KV cache, e.g. 0.85")
+                return _UNSET
+            text = str(value)
+        elif typ == "human_readable_int":
+            value = self._human_int(variable, flag, raw)
+            if value is _UNSET:
+                return _UNSET
+            text = str(raw).strip()
+        elif typ in ("json", "json_list", "cuda_graph_config"):
+            value = self._json(variable, flag, raw)
+            if value is _UNSET:
+                return _UNSET
+            text = raw if isinstance(raw, str) else _json_text(raw)
+        else:  # str, nullable_str, cuda_graph_backend
+            if isinstance(raw, (dict, list, tuple)):
+                text = _json_text(raw)
+            elif isinstance(raw, (str, int, float)):
+                text = str(raw)
+            else:
+                self.err(variable, "%s takes a string, got %s" % (flag["option"], _describe(raw)))
+                return _UNSET
+            value = text
+            if text.startswith("-") and not _NEGATIVE_NUMBER.match(text):
+                self.err(variable, "values starting with '-' are read as an option by SGLang's parser, got %r" % text)
+                return _UNSET
+        if not self._no_newline(variable, text):
+            return _UNSET
+        if flag["choices"] is not None and value not in flag["choices"]:
+            self._bad_choice(dest, variable, raw, value)
+            return _UNSET
+        if dest in ("log_level", "log_level_http") and text.upper() not in LOG_LEVELS:
+            self.err(variable, "must be a Python logging level name, got %r" % text,
+                     "use one of %s" % ", ".join(n.lower() for n in LOG_LEVELS))
+            return _UNSET
+        return text, value
+
+    def _int_range(self, dest, variable, value):
+        if dest.endswith("_port") and not 1 <= value <= 65535:
+            self.err(variable, "must be a TCP port number between 1 and 65535, got %d" % value)
+            return False
+        if dest in POSITIVE_INT_FLAGS and value < 1:
+            self.err(variable, "must be an integer >= 1, got %d" % value)
+            return False
+        if dest in NON_NEGATIVE_INT_FLAGS and value < 0:
+            self.err(variable, "must be an integer >= 0, got %d" % value)
+            return False
+        if dest == "mamba_max_states_per_path" and value != -1 and value < 1:
+            self.err(variable, "must be -1 (unlimited) or >= 1, got %d" % value)
+            return False
+        if dest == "chunked_prefill_size" and value != -1 and value < 1:
+            self.err(variable, "must be -1 (chunked prefill off) or >= 1, got %d" % value)
+            return False
+        return True
+
+    def _human_int(self, variable, flag, raw):
+        if isinstance(raw, int):
+            if raw < 0:
+                self.err(variable, "%s must not be negative, got %d" % (flag["option"], raw))
+                return _UNSET
+            return raw
+        match = _HUMAN_INT.match(raw.strip()) if isinstance(raw, str) else None
+        if not match or (match.group(2) and match.group(2).endswith("i") and "." in match.group(1)) \
+                or (not match.group(2) and "." in match.group(1)):
+            self.err(variable, "%s takes an integer with an optional SI suffix (k, M, G, T: x1000) or IEC suffix "
+                     "(Ki, Mi, Gi, Ti: x1024, whole numbers only), got %s" % (flag["option"], _describe(raw)),
+                     "write e.g. 262144, 256Ki or 256k (suffixes are case-sensitive)")
+            return _UNSET
+        return raw.strip()
+
+    def _json(self, variable, flag, raw):
+        if isinstance(raw, str):
+            try:
+                value = json.loads(raw)
+            except ValueError as exc:
+                self.err(variable, "%s takes JSON text, which does not parse (%s)" % (flag["option"], exc),
+                         "give a YAML dict/list instead and let the role encode it")
+                return _UNSET
+        elif isinstance(raw, (dict, list, tuple)):
+            value = raw
+        else:
+            self.err(variable, "%s takes JSON (a dict, a list or JSON text), got %s" % (flag["option"], _describe(raw)))
+            return _UNSET
+        if flag["type"] == "json_list" and not isinstance(value, (list, tuple)):
+            self.err(variable, "%s takes a JSON list, got %s" % (flag["option"], _describe(value)))
+            return _UNSET
+        return value
+
+    def _bad_choice(self, dest, variable, raw, value):
+        choices = FLAGS[dest]["choices"]
+        listing = ", ".join(str(c) for c in choices)
+        hint = VALUE_HINTS.get(dest, {}).get(str(value))
+        if hint is None:
+            lowered = [c for c in choices if str(c).lower() == str(value).lower()]
+            hint = lowered[0] if lowered else None
+        if hint is not None:
+            fix = "use %s: %s" % (dest, hint)
+        else:
+            close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=3, cutoff=0.6)
+            fix = "did you mean %s?" % " or ".join(close) if close else None
+        if len(listing) > 300:
+            listing = listing[:300] + ", ..."
+        self.err(variable, "%r is not a valid value for %s (choices: %s)" % (raw, FLAGS[dest]["option"], listing), fix)
+
+    def _no_newline(self, variable, text):
+        if "\n" in text or "\r" in text:
+            self.err(variable, "must not contain line breaks (the unit file has one flag per line)")
+            return False
+        return True
+
+    # -- env and p2p -----------------------------------------------------------------------------------
+
+    def _check_env(self):
+        env = self.cfg.get("env")
+        if env is None or env == {}:
+            return
+        if not isinstance(env, dict):
+            self.err(self.var("env"), "must be a dict of environment variable names to values, got %s"
+                     % _describe(env))
+            return
+        for name, raw in env.items():
+            variable = "%senv.%s" % (self.prefix, name)
+            if not isinstance(name, str) or not _ENV_NAME.match(name):
+                self.err(variable, "is not a valid environment variable name",
+                         "use letters, digits and '_' and do not start with a digit")
+                continue
+            if name in HF_TOKEN_ENV_NAMES:
+                self.err(variable, "would put the Hugging Face token into the unit file",
+                         "set %s instead (kept in a 0600 EnvironmentFile)" % self.var("hf_token"))
+                continue
+            if name == "CUDA_VISIBLE_DEVICES" and self.top.get("gpus"):
+                self.err(variable, "conflicts with %s, which sets CUDA_VISIBLE_DEVICES" % self.var("gpus"),
+                         "remove it from %s" % self.var("env"))
+                continue
+            if isinstance(raw, bool):
+                text = "1" if raw else "0"
+            elif isinstance(raw, (str, int, float)):
+                text = str(raw)
+            else:
+                self.err(variable, "must be a string or a number, got %s" % _describe(raw))
+                continue
+            if self._no_newline(variable, text):
+                self.env[name] = text
+
+    def _check_p2p(self):
+        raw = self.cfg.get("p2p", "auto")
+        variable = self.var("p2p")
+        if raw is None:
+            raw = "auto"
+        if isinstance(raw, bool):  # YAML 1.1 reads unquoted on/off as booleans
+            mode = "on" if raw else "off"
+        elif isinstance(raw, str) and raw.strip().lower() in ("auto", "on", "off"):
+            mode = raw.strip().lower()
+        else:
+            self.err(variable, "must be auto, on or off, got %s" % _describe(raw),
+                     "use off on hosts where GPU peer-to-peer transfers do not work")
+            return
+        if mode == "auto":
+            ok = self.cfg.get("p2p_ok")
+            if ok is not None and not isinstance(ok, bool):
+                self.err(self.var("p2p_ok"), "must be a boolean or null (the IOMMU preflight result), got %s"
+                         % _describe(ok))
+                return
+            mode = "off" if ok is False else "on"
+        self.p2p = mode
+        if mode != "off":
+            return
+        for dest in P2P_OFF_SWITCHES:
+            if self.args.get(dest) is False:
+                self.err(self.arg_var(dest), "is false but %s is off, which needs %s" % (variable, option_for(dest)),
+                         "remove the key (the role adds the flag)")
+        for name, value in P2P_OFF_ENV.items():
+            if name in self.env and self.env[name] != value:
+                self.err("%senv.%s" % (self.prefix, name), "is %r but %s is off, which needs %s=%s"
+                         % (self.env[name], variable, name, value), "remove the key (the role sets it)")
+
+    # -- rules across variables ------------------------------------------------------------------------
+
+    def _check_cross_rules(self):
+        self._rule_parallel()
+        self._rule_auth()
+        self._rule_scheduling()
+        self._rule_speculative()
+        self._rule_mamba()
+        self._rule_ports()
+
+    def _rule_parallel(self):
+        tp = self.value("tp_size", 1)
+        pp = self.value("pp_size", 1)
+        dp = self.value("dp_size", 1)
+        nnodes = self.value("nnodes", 1)
+        if (tp * pp) % nnodes:
+            self.err(self.where("nnodes"), "tp_size x pp_size (%d x %d) must be divisible by nnodes (%d)"
+                     % (tp, pp, nnodes), "adjust %s, pp_size or nnodes" % self.var("tp_size"))
+        if dp > 1 and nnodes > 1:
+            self.err(self.where("dp_size"), "dp_size > 1 needs nnodes == 1 (got %d nodes)" % nnodes,
+                     "use attn_dp_size for multi-node data parallel attention")
+        attn_dp = self.value("attn_dp_size", 1)
+        if tp % attn_dp:
+            self.err(self.where("attn_dp_size"), "tp_size (%d) must be divisible by attn_dp_size (%d)" % (tp, attn_dp),
+                     "choose an attn_dp_size that divides %s" % self.var("tp_size"))
+        node_rank = self.value("node_rank", 0)
+        if node_rank >= nnodes:
+            self.err(self.where("node_rank"), "must be below nnodes (%d), got %d" % (nnodes, node_rank))
+        if nnodes > 1 and self.value("dist_init_addr") is None:
+            self.err(self.where("dist_init_addr"), "is required when nnodes > 1",
+                     "set it to host:port of node 0 on every node")
+        gpus = self.top.get("gpus")
+        if gpus:
+            needed = tp * pp * dp // nnodes if (tp * pp * dp) % nnodes == 0 else None
+            if needed is not None and len(gpus) != needed:
+                detail = "tp_size (%d)" % tp if (pp, dp, nnodes) == (1, 1, 1) else \
+                    "tp_size x pp_size x dp_size / nnodes (%d x %d x %d / %d = %d)" % (tp, pp, dp, nnodes, needed)
+                self.err(self.var("gpus"), "lists %d GPU(s) but the server uses %s" % (len(gpus), detail),
+                         "list exactly %d GPU index(es) or change %s" % (needed, self.var("tp_size")))
+
+    def _rule_auth(self):
+        api_key = self.top.get("api_key")
+        workers = self.value("tokenizer_worker_num", 1)
+        if api_key is not None and workers > 1:
+            self.err(self.where("tokenizer_worker_num"), "SGLang does not support an API key with "
+                     "tokenizer_worker_num > 1 (got %d)" % workers,
+                     "set tokenizer_worker_num: 1 or drop %s" % self.var("api_key"))
+        if not self.top["host_loopback"] and api_key is None:
+            if self.top["allow_unauthenticated"]:
+                self.warn(self.var("host"), "%s is reachable from the network without an API key "
+                          "(allowed by %s)" % (self.top.get("host"), self.var("allow_unauthenticated")))
+            else:
+                self.err(self.var("host"), "binds the non-loopback address %s without %s, so anyone who can reach "
+                         "the port can use the model" % (self.top.get("host"), self.var("api_key")),
+                         "set %s, bind 127.0.0.1, or set %s: true"
+                         % (self.var("api_key"), self.var("allow_unauthenticated")))
+
+    def _rule_scheduling(self):
+        chunked = self.value("chunked_prefill_size")
+        page = self.value("page_size")
+        if chunked is not None and page is not None and chunked > 0 and chunked % page:
+            self.err(self.where("chunked_prefill_size"), "must be divisible by page_size (%d), got %d" % (page, chunked),
+                     "use a multiple of %d, e.g. %d" % (page, max(page, chunked - chunked % page)))
+        context = self.value("context_length")
+        if isinstance(context, str) and re.search(r"\d[kMGT]$", context):
+            self.warn(self.where("context_length"), "%r uses an SI suffix (x1000); write %r for the power-of-two "
+                      "length" % (context, context + "i"))
+
+    def _rule_speculative(self):
+        algorithm = self.spec.get("algorithm")
+        spec_var = self.var("speculative")
+        spec_flags = sorted(d for d in self.args if d.startswith("speculative_") and self.args[d] not in (None, False))
+        if algorithm is None:
+            if spec_flags:
+                self.warn(self.arg_var(spec_flags[0]), "has no effect while %s is empty" % spec_var)
+            return
+        steps = self.spec.get("num_steps")
+        topk = self.spec.get("eagle_topk")
+        draft = self.spec.get("num_draft_tokens")
+        adaptive = self.value("speculative_adaptive", False)
+        if algorithm == "NGRAM":
+            for key in ("num_steps", "eagle_topk"):
+                if self.spec.get(key) is not None:
+                    self.err("%s.%s" % (spec_var, key), "is computed by SGLang for NGRAM",
+                             "remove it; tune speculative_ngram_max_bfs_breadth and num_draft_tokens instead")
+        elif steps is None and not adaptive:
+            for key, got in (("eagle_topk", topk), ("num_draft_tokens", draft)):
+                if got is not None:
+                    self.err("%s.%s" % (spec_var, key), "is only allowed together with num_steps (SGLang picks all "
+                             "three itself when num_steps is unset and fails if only some are given)",
+                             "set %s.num_steps as well, or remove %s" % (spec_var, key))
+        elif steps is not None and algorithm in EAGLE_FAMILY and topk is None:
+            self.err(spec_var + ".eagle_topk", "is required when num_steps is set for %s" % algorithm,
+                     "add eagle_topk (1 for MTP) or remove num_steps to let SGLang choose")
+        if algorithm in EAGLE_FAMILY and steps is not None and topk is not None:
+            if topk == 1 and draft is not None and draft != steps + 1:
+                self.err(spec_var + ".num_draft_tokens", "must be num_steps + 1 (%d) when eagle_topk is 1; SGLang "
+                         "would silently change %d to %d" % (steps + 1, draft, steps + 1),
+                         "set num_draft_tokens: %d" % (steps + 1))
+            if topk > 1 and draft is None:
+                self.err(spec_var + ".num_draft_tokens", "is required when eagle_topk > 1",
+                         "set it, e.g. num_draft_tokens: %d" % (steps * topk))
+        backends = [self.value(d) for d in ("attention_backend", "prefill_attention_backend", "decode_attention_backend")]
+        if topk is not None and topk > 1:
+            if "trtllm_mha" in backends:
+                self.err(spec_var + ".eagle_topk", "must be 1 with the trtllm_mha attention backend, got %d" % topk,
+                         "set eagle_topk: 1 or pick another attention backend")
+            page = self.value("page_size", 1)
+            attention = self.value("attention_backend")
+            if page > 1 and attention is not None and attention not in ("flashinfer", "fa3", "triton"):
+                self.err(spec_var + ".eagle_topk", "> 1 with page_size > 1 needs attention_backend flashinfer, fa3 "
+                         "or triton, got %s" % attention, "set eagle_topk: 1, page_size: 1 or another backend")
+        if "flex_attention" in backends:
+            self.err(self.where("attention_backend"), "flex_attention does not support speculative decoding",
+                     "pick another attention backend or empty %s" % spec_var)
+        attn_dp = self.value("attn_dp_size", 1) > 1 or self.value("enable_dp_attention", False)
+        if algorithm in ("STANDALONE", "NGRAM") and attn_dp:
+            self.err(spec_var + ".algorithm", "%s does not support data-parallel attention" % algorithm,
+                     "remove attn_dp_size/enable_dp_attention or use another algorithm")
+        if algorithm == "DFLASH":
+            if self.spec.get("draft_model_path") is None:
+                self.err(spec_var + ".draft_model_path", "is required for DFLASH", "set the draft model path")
+            if self.value("pp_size", 1) != 1:
+                self.err(self.where("pp_size"), "DFLASH needs pp_size 1")
+        if algorithm == "UNO" and (self.value("tp_size", 1) != 1 or self.value("pp_size", 1) != 1):
+            self.err(spec_var + ".algorithm", "UNO needs tp_size 1 and pp_size 1")
+        if self.value("speculative_use_rejection_sampling", False):
+            variable = self.where("speculative_use_rejection_sampling")
+            if algorithm not in ("EAGLE", "EAGLE3", "NEXTN"):
+                self.err(variable, "only works with EAGLE, EAGLE3 or NEXTN, not %s" % algorithm)
+            if topk not in (None, 1):
+                self.err(variable, "needs eagle_topk 1, got %d" % topk, "set %s.eagle_topk: 1" % spec_var)
+            for dest in ("speculative_accept_threshold_single", "speculative_accept_threshold_acc"):
+                if self.value(dest, 1.0) != 1.0:
+                    self.err(self.where(dest), "must stay 1.0 with rejection sampling")
+        window = self.value("speculative_draft_window_size")
+        if window is not None and window <= 0:
+            self.err(self.where("speculative_draft_window_size"), "must be > 0, got %d" % window)
+        sink = self.value("speculative_draft_sink_size")
+        if sink is not None:
+            if sink < 0:
+                self.err(self.where("speculative_draft_sink_size"), "must be >= 0, got %d" % sink)
+            if window is None:
+                self.err(self.where("speculative_draft_sink_size"), "needs speculative_draft_window_size",
+                         "set speculative_draft_window_size too")
+        if algorithm == "NGRAM" and self.value("speculative_ngram_external_corpus_path") is not None:
+            budget = self.value("speculative_ngram_external_sam_budget", 0)
+            tokens = draft if draft is not None else 12
+            if not 0 < budget <= tokens - 1:
+                self.err(self.where("speculative_ngram_external_sam_budget"), "must be between 1 and num_draft_tokens "
+                         "- 1 (%d) when an external corpus is set, got %d" % (tokens - 1, budget))
+        if self.value("max_running_requests") is None:
+            self.warn(self.where("max_running_requests"), "is unset, so SGLang caps it at 48 with speculative "
+                      "decoding; set it explicitly to choose")
+        if self.value("enable_mixed_chunk", False) and algorithm not in MIXED_CHUNK_ALGORITHMS:
+            self.warn(self.where("enable_mixed_chunk"), "SGLang turns it off for %s" % algorithm)
+
+    def _rule_mamba(self):
+        strategy = self.value("mamba_radix_cache_strategy")
+        page = self.value("page_size")
+        backends = [self.value(d) for d in ("attention_backend", "prefill_attention_backend", "decode_attention_backend")]
+        if strategy == "no_buffer":
+            if page not in (None, 1):
+                self.err(self.where("page_size"), "must be 1 with mamba_radix_cache_strategy no_buffer, got %d" % page)
+            if "trtllm_mha" in backends:
+                self.err(self.where("mamba_radix_cache_strategy"), "no_buffer does not work with trtllm_mha",
+                         "use extra_buffer or another attention backend")
+        interval_set = "mamba_track_interval" in self.args
+        if interval_set or (strategy or "").startswith("extra_buffer"):
+            interval = self.value("mamba_track_interval", FLAGS["mamba_track_interval"]["default"])
+            draft = self.spec.get("num_draft_tokens")
+            if self.spec.get("algorithm") and draft is not None and interval < draft:
+                self.err(self.where("mamba_track_interval"), "must be >= num_draft_tokens (%d), got %d"
+                         % (draft, interval))
+            if page is not None and interval % page:
+                self.err(self.where("mamba_track_interval"), "must be divisible by page_size (%d), got %d"
+                         % (page, interval))
+        if self.value("enable_mamba_cache_stochastic_rounding", False) and self.value("mamba_ssm_dtype") != "float16":
+            self.err(self.where("enable_mamba_cache_stochastic_rounding"), "needs mamba_ssm_dtype float16",
+                     "set mamba_ssm_dtype: float16")
+        if self.value("enable_int8_mamba_checkpoint", False):
+            for dest in ("enable_hierarchical_cache", "enable_lmcache", "radix_cache_backend"):
+                if dest in FLAGS and self.value(dest) not in (None, False):
+                    self.err(self.where("enable_int8_mamba_checkpoint"), "cannot be combined with %s" % dest)
+
+    def _rule_ports(self):
+        port = self.top.get("port", FLAGS["port"]["default"])
+        for dest in sorted(self.args):
+            if dest.endswith("_port") and FLAGS[dest]["type"] == "int" and self.args[dest] == port:
+                self.err(self.arg_var(dest), "uses %d, the HTTP port of %s" % (port, self.var("port")),
+                         "pick another port")
+
+    # -- deprecations (warnings only) ------------------------------------------------------------------
+
+    def deprecation_warnings(self):
+        for dest in sorted(self.args):
+            if dest in DEPRECATED_FLAGS and self.args[dest] not in (None, False):
+                self.warn(self.arg_var(dest), DEPRECATED_FLAGS[dest])
+
+
+def _analyse(cfg, prefix):
+    config = _Config(cfg, prefix)
+    config.deprecation_warnings()
+    return config
+
+
+def validate_server_config(cfg, prefix=DEFAULT_PREFIX):
+    """Return the list of problems in ``cfg`` (empty when it is fine).
+
+    Every message starts with the variable (``sglang_server_speculative.eagle_topk``), then states the rule
+    and, where there is one, the fix. Rules that combine several variables (GPU count, divisibility, the
+    speculative parameter combinations, API key and host) run once every single value is valid, so that
+    one typo does not cause a cascade of follow-up messages.
+    """
+    return list(_analyse(cfg, prefix).errors)
+
+
+def server_config_warnings(cfg, prefix=DEFAULT_PREFIX):
+    """Return remarks about settings that are legal but probably not what was meant."""
+    return list(_analyse(cfg, prefix).warnings)
+
+
+def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
+    """Turn a validated ``cfg`` into what the unit needs.
+
+    Returns a dict:
+
+    ``argv``
+        list of strings, one option followed by its value(s); dedicated settings first (model path, served
+        name, host, port, tp size, speculative), then ``args`` sorted by dest, then ``--config <config_path>``
+        when ``config_path`` is given and there is something to put in the file. Secrets never appear here.
+    ``config``
+        dict for the ``--config`` YAML file, dash-form keys (``api-key``, ``admin-api-key``, ...).
+    ``env``
+        dict of environment variables for the unit (user ``env``, ``CUDA_VISIBLE_DEVICES`` from ``gpus``,
+        ``NCCL_P2P_DISABLE=1`` when P2P is off), sorted by name.
+    ``env_file``
+        secret environment for a 0600 EnvironmentFile (``HF_TOKEN``).
+    ``p2p``
+        the resolved P2P mode, ``on`` or ``off``.
+    ``warnings``
+        as ``server_config_warnings``.
+
+    Raises ``SGLangConfigError`` (a ``ValueError``) listing every problem when ``cfg`` does not validate.
+    """
+    config = _analyse(cfg, prefix)
+    if config.errors:
+        raise SGLangConfigError(config.errors)
+
+    argv = []
+    for name in ("model_path", "served_model_name", "host", "port", "tp_size"):
+        value = config.top.get(name)
+        if value is not None:
+            argv.extend([option_for(name), str(value)])
+    for key, dest in SPECULATIVE_KEYS:
+        value = config.spec.get(key)
+        if value is not None:
+            argv.extend([option_for(dest), str(value)])
+
+    rendered = dict(config.rendered)
+    if config.p2p == "off":
+        for dest in P2P_OFF_SWITCHES:
+            rendered[dest] = []
+    secrets = {}
+    if config.top.get("api_key") is not None:
+        secrets["api-key"] = config.top["api_key"]
+    for dest in sorted(rendered):
+        tokens = rendered[dest]
+        if dest in SECRET_FLAGS:
+            if tokens:
+                secrets[FLAGS[dest]["option"][2:]] = tokens[0] if len(tokens) == 1 else tokens
+            continue
+        if tokens is None:
+            continue
+        if tokens is False:
+            argv.append(FLAGS[dest]["negation"])
+            continue
+        argv.append(FLAGS[dest]["option"])
+        argv.extend(tokens)
+    if secrets and config.top.get("config_path"):
+        argv.extend(["--config", config.top["config_path"]])
+
+    env = dict(config.env)
+    if config.top.get("gpus"):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in config.top["gpus"])
+    if config.p2p == "off":
+        env.update(P2P_OFF_ENV)
+    env_file = {}
+    if config.top.get("hf_token") is not None:
+        env_file["HF_TOKEN"] = config.top["hf_token"]
+
+    return {
+        "argv": argv,
+        "config": secrets,
+        "env": dict(sorted(env.items())),
+        "env_file": env_file,
+        "p2p": config.p2p,
+        "warnings": list(config.warnings),
+    }

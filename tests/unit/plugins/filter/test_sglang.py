@@ -1,0 +1,120 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmserve.sglang.plugins.filter import sglang as sglang_filter
+from ansible_collections.llmserve.sglang.plugins.filter.sglang import FilterModule
+
+GOOD = {
+    "model_path": "/models/m",
+    "tp_size": 2,
+    "gpus": [0, 1],
+    "speculative": {"algorithm": "nextn", "num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4},
+    "args": {"max_running_requests": 64},
+    "p2p": "off",
+    "api_key": "sk-filter-test-key",
+    "config_path": "/etc/sglang/sglang.yaml",
+}
+FILTER_DIR = os.path.dirname(sglang_filter.__file__)
+
+
+def test_filters_are_registered():
+    filters = FilterModule().filters()
+    assert set(filters) == {"sglang_validate", "sglang_warnings", "sglang_render"}
+
+
+def test_validate_returns_errors():
+    validate = FilterModule().filters()["sglang_validate"]
+    assert validate(GOOD) == []
+    errors = validate(dict(GOOD, speculative={"algorithm": "MTP"}))
+    assert len(errors) == 1 and "NEXTN" in errors[0]
+    assert validate(dict(GOOD, port=0), prefix="x_")[0].startswith("x_port: ")
+
+
+def test_warnings_filter():
+    warnings = FilterModule().filters()["sglang_warnings"]
+    assert warnings(GOOD) == []
+    assert any("48" in w for w in warnings(dict(GOOD, args={})))
+
+
+def test_render_filter():
+    result = FilterModule().filters()["sglang_render"](GOOD)
+    assert result["argv"][:2] == ["--model-path", "/models/m"]
+    assert "--disable-custom-all-reduce" in result["argv"]
+    assert result["config"] == {"api-key": "sk-filter-test-key"}
+    assert "sk-filter-test-key" not in result["argv"]
+
+
+def test_render_filter_fails_with_all_messages():
+    render = FilterModule().filters()["sglang_render"]
+    with pytest.raises(AnsibleFilterError) as info:
+        render(dict(GOOD, port=0, served_model_name="a:b"))
+    assert "sglang_server_port" in str(info.value)
+    assert "sglang_server_served_model_name" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["sglang_validate", "sglang_warnings", "sglang_render"])
+def test_filters_reject_non_dict_input(name):
+    with pytest.raises(AnsibleFilterError, match="must be a dict"):
+        FilterModule().filters()[name]("model_path=/m")
+
+
+@pytest.mark.parametrize("name", ["sglang_validate", "sglang_warnings", "sglang_render"])
+def test_every_filter_has_documentation(name):
+    with open(os.path.join(FILTER_DIR, name + ".yml"), encoding="utf-8") as handle:
+        doc = yaml.safe_load(handle)
+    assert doc["DOCUMENTATION"]["name"] == name
+    assert doc["DOCUMENTATION"]["options"]["_input"]["required"] is True
+    assert "llmserve.sglang." + name in doc["EXAMPLES"]
+    assert "_value" in doc["RETURN"]
+
+
+def _collections_path():
+    here = os.path.realpath(FILTER_DIR)
+    for entry in sys.path:
+        link = os.path.join(entry, "ansible_collections", "llmserve", "sglang")
+        if os.path.islink(link) and os.path.realpath(os.path.join(link, "plugins", "filter")) == here:
+            return entry
+    pytest.skip("collection link tree not found on sys.path")
+    return None
+
+
+def test_filter_through_ansible_fqcn(tmp_path):
+    """The filters load under their FQCN in a real playbook run (localhost, no connection)."""
+    bindir = os.path.dirname(sys.executable)
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        "- hosts: localhost\n"
+        "  gather_facts: false\n"
+        "  vars:\n"
+        "    cfg: " + json.dumps(GOOD) + "\n"
+        "  tasks:\n"
+        "    - ansible.builtin.debug:\n"
+        "        msg: \"{{ {'errors': cfg | llmserve.sglang.sglang_validate,"
+        " 'bad': (cfg | combine({'port': 0})) | llmserve.sglang.sglang_validate,"
+        " 'argv': (cfg | llmserve.sglang.sglang_render).argv} | to_json }}\"\n",
+        encoding="utf-8",
+    )
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_STDOUT_CALLBACK="json",
+               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
+               ANSIBLE_NOCOLOR="1", ANSIBLE_HOME=str(tmp_path / "home"))
+    result = subprocess.run([os.path.join(bindir, "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                             str(playbook)], capture_output=True, text=True, env=env, check=False, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = json.loads(result.stdout)
+    msg = json.loads(output["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"])
+    assert msg["errors"] == []
+    assert msg["bad"] and msg["bad"][0].startswith("sglang_server_port: ")
+    assert msg["argv"][:4] == ["--model-path", "/models/m", "--tp-size", "2"]
+    assert "sk-filter-test-key" not in msg["argv"]
