@@ -5,6 +5,10 @@ SHELL := /bin/bash
 
 export LLMSERVE_CACHE ?= /var/cache/llmserve
 VENV := $(LLMSERVE_CACHE)/venv
+# The real SGLang on CPU (tests/engine): offline wheelhouse, a venv from it, a tiny local model.
+export LLMSERVE_SGLANG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/sglang-cpu
+export LLMSERVE_SGLANG_VENV ?= $(LLMSERVE_CACHE)/venv-sglang-cpu
+export LLMSERVE_SGLANG_MODEL ?= $(LLMSERVE_CACHE)/models/tiny-llama
 DEVENV := source tests/tools/devenv.sh
 HOSTS := source tests/hosts/testhosts.sh
 # Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
@@ -16,7 +20,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: help venv hosts lint sanity unit build-check molecule test demo bench clean
+.PHONY: engine-assets wheelhouse-standin help venv hosts lint sanity unit build-check molecule test demo bench clean
 
 help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest, build check, molecule"
@@ -38,7 +42,7 @@ sanity: venv
 	@$(RUN) echo "== ansible-test sanity"; dev_ansible_test_pip; dir=$$(dev_sanity_tree); cd "$$dir"; \
 	  ansible-test sanity --python 3.12 --color no 2>&1 | grep -v '^WARNING: Location'
 
-unit: venv
+unit: venv engine-assets
 	@$(RUN) echo "== pytest (unit + integration)"; \
 	  pytest -q -p no:cacheprovider tests/unit $(wildcard tests/integration)
 
@@ -53,8 +57,20 @@ build-check: venv
 	  echo "build-check: $$(ls "$$out"/llmserve-sglang-*.tar.gz | xargs -n1 basename) installs; $$(wc -l < "$$out/doc.txt") modules listed"; \
 	  rm -rf "$$out"
 
-molecule: venv hosts
-	@$(RUN) $(HOSTS); trap th_teardown EXIT; pass=0; fail=0; failed=""; \
+engine-assets:
+	@echo "== real SGLang on CPU: wheelhouse, venv, tiny model"
+	@bash tests/engine/build_wheelhouse.sh "$(LLMSERVE_SGLANG_WHEELHOUSE)" >/dev/null
+	@bash tests/engine/install_sglang_venv.sh "$(LLMSERVE_SGLANG_VENV)" "$(LLMSERVE_SGLANG_WHEELHOUSE)" >/dev/null
+	@test -f "$(LLMSERVE_SGLANG_MODEL)/config.json" || \
+	  HF_HUB_OFFLINE=1 "$(LLMSERVE_SGLANG_VENV)/bin/python" tests/engine/make_tiny_model.py "$(LLMSERVE_SGLANG_MODEL)" >/dev/null
+	@echo "engine assets: $(LLMSERVE_SGLANG_WHEELHOUSE), $(LLMSERVE_SGLANG_VENV), $(LLMSERVE_SGLANG_MODEL)"
+
+wheelhouse-standin:
+	@mkdir -p $(LLMSERVE_CACHE)/wheelhouse/standin; rm -f $(LLMSERVE_CACHE)/wheelhouse/standin/*.whl; \
+	  bash tests/standin/build_wheel.sh $(LLMSERVE_CACHE)/wheelhouse/standin >/dev/null
+
+molecule: venv hosts wheelhouse-standin engine-assets
+	@$(RUN) $(HOSTS); th_teardown $(S); trap 'th_teardown $(S)' EXIT; pass=0; fail=0; failed=""; \
 	for s in $(S); do \
 	  echo "== molecule test -s $$s"; start=$$SECONDS; \
 	  if molecule test -s "$$s" </dev/null > "$(LLMSERVE_CACHE)/molecule-$$s.log" 2>&1; then \

@@ -58,7 +58,6 @@ th_host_setup() {
   fi
   rm -f /etc/cni/net.d/87-podman-bridge.conflist   # unused CNI file; only produces warnings
   mkdir -p "$TH_WORK"
-  th_teardown   # an interrupted earlier run may have left molecule containers behind
 }
 
 # Print "URI SUITE COMPONENTS..." for each enabled deb entry of this machine's apt sources,
@@ -163,8 +162,16 @@ th_build_images() {
   return $rc
 }
 
+# th_teardown [PREFIX...]: remove molecule containers (all of them, or those whose names start with
+# one of the prefixes: platform names are "<scenario>-debianNN") and the scenario networks. Keeps images.
 th_teardown() {
   command -v podman >/dev/null || return 0
-  podman ps -aq --filter label=owner=molecule | xargs -r podman rm -f -t 5 >/dev/null
-  podman network ls --format '{{.Name}}' | grep -vx podman | xargs -r podman network rm -f >/dev/null || true
+  local prefix filters=()
+  for prefix in "$@"; do filters+=(--filter "name=^$prefix-"); done
+  if [ $# -eq 0 ] || [ ${#filters[@]} -gt 0 ]; then
+    podman ps -aq --filter label=owner=molecule "${filters[@]}" | xargs -r podman rm -f -t 5 >/dev/null
+  fi
+  if [ $# -eq 0 ]; then
+    podman network ls --format '{{.Name}}' | grep -vx podman | xargs -r podman network rm -f >/dev/null || true
+  fi
 }
