@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Jinja filters of the iommu_preflight role; the logic lives in module_utils (preflight_rules, p2p)."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmserve.sglang.plugins.module_utils import p2p
+from ansible_collections.llmserve.sglang.plugins.module_utils.preflight_rules import (
+    DEFAULT_FORBIDDEN_ARCHITECTURES,
+    evaluate,
+)
+
+
+def iommu_preflight_evaluate(gpu_host, gpus=None, require_iommu=False, dma_faults='fail',
+                             identity_forbidden_architectures=None, disable_identity_units=False):
+    """``ansible_facts['gpu_host']`` -> ``{errors, warnings, selected, units_to_disable, reboot_required, report}``."""
+    if not isinstance(gpu_host, dict):
+        raise AnsibleFilterError('iommu_preflight_evaluate: expected the gpu_host facts dictionary, got %s'
+                                 % type(gpu_host).__name__)
+    if gpus is not None and not isinstance(gpus, (list, tuple)):
+        raise AnsibleFilterError('iommu_preflight_evaluate: iommu_preflight_gpus must be a list of PCI addresses or '
+                                 'indexes, got %r' % (gpus,))
+    forbidden = identity_forbidden_architectures
+    if forbidden is None:
+        forbidden = DEFAULT_FORBIDDEN_ARCHITECTURES
+    try:
+        return evaluate(gpu_host, selection=list(gpus or []), require_iommu=bool(require_iommu),
+                        dma_faults=dma_faults, identity_forbidden_architectures=list(forbidden),
+                        disable_identity_units=bool(disable_identity_units))
+    except ValueError as exc:
+        raise AnsibleFilterError('iommu_preflight_evaluate: %s' % exc)
+
+
+def p2p_matrix(gpus, topology=None, query=None, functional=None):
+    """GPU list + recorded tool outputs -> per-pair P2P matrix and decision (see module_utils.p2p)."""
+    addresses = []
+    for gpu in gpus or []:
+        addresses.append(gpu.get('pci_address') if isinstance(gpu, dict) else gpu)
+    try:
+        cells = p2p.parse_topo_p2p(topology) if topology else None
+        index_map = p2p.parse_query_gpus(query) if query else None
+        results = p2p.parse_p2p_check(functional) if functional else None
+        return p2p.build_matrix(addresses, topology=cells, index_map=index_map, functional=results)
+    except p2p.P2PParseError as exc:
+        raise AnsibleFilterError('p2p_matrix: %s' % exc)
+
+
+class FilterModule(object):
+    """IOMMU preflight filters."""
+
+    def filters(self):
+        return {
+            'iommu_preflight_evaluate': iommu_preflight_evaluate,
+            'p2p_matrix': p2p_matrix,
+        }

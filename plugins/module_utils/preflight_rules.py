@@ -1,0 +1,392 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The IOMMU preflight rules: turn ``gpu_host_facts`` output into errors, warnings and a report.
+
+Used by the ``iommu_preflight`` role through the ``llmserve.sglang.iommu_preflight_evaluate`` filter.
+Every message starts with the rule name and says what was found (naming the GPU by PCI address and
+name), why it matters and how to fix it.
+
+Rules (``E`` = error, ``W`` = warning):
+
+* ``blackwell-identity`` (E): a selected GPU of an architecture in ``identity_forbidden_architectures``
+  (Blackwell and later) sits in an identity IOMMU domain.
+* ``snp-identity`` (E): on an SEV-SNP host, any IOMMU group in an identity domain.
+* ``snp-cmdline`` (E): on an SEV-SNP host, ``iommu=pt``/``iommu.passthrough=1``, ``amd_iommu=off``,
+  ``iommu=off`` or ``amd_iommu=pgtbl_v2`` on the kernel command line.
+* ``snp-kernel`` (W): SEV-SNP host on a kernel from 6.13 on, which may accept identity domains.
+* ``identity-units`` (E): an enabled boot unit/rule/script writes ``identity`` into group ``type`` files
+  (systemd units are disabled by the role instead when ``disable_identity_units`` is true; a present but
+  disabled one is a warning).
+* ``dma-faults`` (E, or W with ``dma_faults='warn'``): IOMMU/DMA fault events of this boot attributed
+  to a selected GPU; faults of other devices are warnings.
+* ``iommu-required`` (E when ``require_iommu``, else W ``iommu-off`` on a host with NVIDIA GPUs): the IOMMU is off.
+* ``identity-allowed`` (W): another GPU in an identity domain on a host without SEV-SNP.
+* ``numa-span`` (W): the selected GPUs are on more than one NUMA node.
+* ``driver`` (W): the NVIDIA driver is not loaded, or a GPU is not bound to it.
+* ``kernel-log`` (W): no kernel log could be read, so the fault rule was not checked.
+* ``gpu-selection`` (E): an entry of the GPU selection names no GPU of the host.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.llmserve.sglang.plugins.module_utils.gpu_sysfs import normalize_pci_address
+
+DEFAULT_FORBIDDEN_ARCHITECTURES = ('blackwell', 'rubin')
+DMA_FAULT_POLICIES = ('fail', 'warn')
+# First kernel release whose AMD IOMMU driver accepts identity domains on SEV-SNP hosts (until the fix
+# "iommu/amd: Block identity domain when SNP enabled" is in; distributions may carry either change).
+SNP_IDENTITY_REGRESSION = (6, 13)
+
+_SELECT_VAR = 'iommu_preflight_gpus'
+
+
+def kernel_version(release):
+    """``"6.14.0-37-generic"`` -> ``(6, 14)``; ``None`` when the release cannot be read."""
+    match = re.match(r'^(\d+)\.(\d+)', release or '')
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _gpu_label(gpu):
+    return '%s (%s)' % (gpu['pci_address'], gpu.get('name') or 'NVIDIA GPU')
+
+
+def select_gpus(gpus, selection, var_name=_SELECT_VAR):
+    """Return ``(selected, errors)`` for a list of PCI addresses and/or indexes (empty: all GPUs)."""
+    if not selection:
+        return list(gpus), []
+    by_address = dict((gpu['pci_address'], gpu) for gpu in gpus)
+    by_index = dict((gpu['index'], gpu) for gpu in gpus)
+    known = ', '.join('%d=%s' % (gpu['index'], gpu['pci_address']) for gpu in gpus) or 'none'
+    selected = []
+    errors = []
+    for position, item in enumerate(selection):
+        gpu = None
+        if isinstance(item, bool):
+            gpu = None
+        elif isinstance(item, int) or (isinstance(item, str) and item.strip().isdigit()):
+            gpu = by_index.get(int(item))
+        else:
+            gpu = by_address.get(normalize_pci_address(item))
+        if gpu is None:
+            errors.append(
+                'gpu-selection: %s[%d] = %r names no NVIDIA GPU of this host. Why: the checks and the P2P test '
+                'must run on the GPUs the server will use. Fix: use a GPU index or PCI address from this list '
+                '(index=address): %s.' % (var_name, position, item, known))
+        elif gpu not in selected:
+            selected.append(gpu)
+    return selected, errors
+
+
+def _fix_identity_group(group, devices):
+    device_list = ' '.join(devices) or '<device>'
+    return ('remove what sets identity (iommu=pt or iommu.passthrough=1 on the kernel command line, or a boot '
+            'unit writing /sys/kernel/iommu_groups/%s/type), then reboot; or, without a reboot, unbind every '
+            'device of the group from its driver, write DMA-FQ to /sys/kernel/iommu_groups/%s/type and bind '
+            'them again (devices: %s). Never write identity as a remedy.' % (group, group, device_list))
+
+
+def _rule_blackwell_identity(gpus, selected, forbidden):
+    errors = []
+    warnings = []
+    for gpu in gpus:
+        if gpu.get('architecture') not in forbidden or gpu.get('iommu_domain_type') != 'identity':
+            continue
+        text = ('blackwell-identity: GPU %s, architecture %s, is in IOMMU group %s whose default domain is '
+                'identity. Why: %s GPUs need a translating IOMMU domain; in identity (passthrough) their '
+                'firmware (FSP) boot fails (NVRM Xid 143, FSP error 0x177) and neither FLR, a secondary bus reset '
+                'nor rebinding the driver recovers the GPU. Fix: %s A GPU whose FSP boot already failed needs a '
+                'full power cycle of the host.'
+                % (_gpu_label(gpu), gpu['architecture'], gpu.get('iommu_group'), gpu['architecture'].capitalize(),
+                   _fix_identity_group(gpu.get('iommu_group'), gpu.get('iommu_group_devices') or [gpu['pci_address']])))
+        if gpu in selected:
+            errors.append(text)
+        else:
+            warnings.append(text + ' (This GPU is not selected in %s, so this is only a warning.)' % _SELECT_VAR)
+    return errors, warnings
+
+
+def _group_owner(group_devices, gpus):
+    names = []
+    by_address = dict((gpu['pci_address'], gpu) for gpu in gpus)
+    for address in group_devices:
+        gpu = by_address.get(address)
+        names.append(_gpu_label(gpu) if gpu else address)
+    return ', '.join(names) or 'no devices'
+
+
+def _rule_snp(facts, gpus):
+    errors = []
+    warnings = []
+    if not facts.get('sev_snp'):
+        return errors, warnings
+    iommu = facts.get('iommu') or {}
+    for group in iommu.get('identity_groups') or []:
+        errors.append(
+            'snp-identity: IOMMU group %s with %s has default domain identity on a SEV-SNP host. Why: with SEV-SNP '
+            'the IOMMU must translate for every device; an identity domain leaves an invalid device table entry '
+            '(AMD-Vi ILLEGAL_DEV_TABLE_ENTRY) and the device DMA fails. Kernels from 6.13 accept the write '
+            'unless they carry the fix that blocks it, so the kernel is no guard. Fix: %s'
+            % (group.get('group'), _group_owner(group.get('devices') or [], gpus),
+               _fix_identity_group(group.get('group'), group.get('devices') or [])))
+    bad = []
+    cmdline = iommu.get('cmdline') or {}
+    if iommu.get('passthrough_requested'):
+        bad.append('iommu=%s' % cmdline['iommu'] if cmdline.get('iommu') and 'pt' in cmdline['iommu'].split(',')
+                   else 'iommu.passthrough=%s' % cmdline.get('iommu.passthrough'))
+    if iommu.get('iommu_off'):
+        bad.append('iommu=off')
+    if iommu.get('amd_iommu_off'):
+        bad.append('amd_iommu=off')
+    if iommu.get('amd_iommu_pgtbl_v2'):
+        bad.append('amd_iommu=pgtbl_v2')
+    if bad:
+        errors.append(
+            'snp-cmdline: the kernel command line has %s on a SEV-SNP host. Why: SEV-SNP needs the AMD IOMMU '
+            'enabled, translating, with v1 page tables; passthrough or a disabled IOMMU makes every device an '
+            'identity (untranslated) device, which SNP does not allow. Fix: remove %s from the kernel command line '
+            '(GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub) and reboot.'
+            % (', '.join(bad), ', '.join(bad)))
+    version = kernel_version(facts.get('kernel_release'))
+    if version is not None and version >= SNP_IDENTITY_REGRESSION:
+        warnings.append(
+            'snp-kernel: kernel %s runs a SEV-SNP host. Why: from 6.13 the AMD IOMMU driver accepts identity '
+            'domains on SNP hosts until the fix "iommu/amd: Block identity domain when SNP enabled" is in, so a '
+            'write of identity to a group type file succeeds and breaks the device. Fix: nothing to do now; never '
+            'write identity, and prefer a kernel that carries the fix.' % facts.get('kernel_release'))
+    return errors, warnings
+
+
+def _rule_identity_units(facts, disable):
+    errors = []
+    warnings = []
+    to_disable = []
+    for unit in facts.get('identity_units') or []:
+        evidence = '; '.join((unit.get('evidence') or [])[:2])
+        where = '%s %s (%s)' % (unit.get('kind'), unit.get('name'), unit.get('path'))
+        if not unit.get('enabled'):
+            warnings.append(
+                'identity-units: %s writes identity into IOMMU group type files but does not run at boot (%s). '
+                'Why: enabled again, it would put devices into identity domains. Fix: delete it (%s).'
+                % (where, 'masked' if unit.get('masked') else 'disabled', unit.get('path')))
+            continue
+        if unit.get('kind') == 'systemd' and disable:
+            to_disable.append(unit.get('name'))
+            continue
+        if unit.get('kind') == 'systemd':
+            fix = ('systemctl disable %s (or set iommu_preflight_disable_identity_units: true to let the role do it), '
+                   'then reboot if groups are already in identity' % unit.get('name'))
+        else:
+            fix = 'remove the entry from %s, then reboot if groups are already in identity' % unit.get('path')
+        errors.append(
+            'identity-units: %s writes identity into IOMMU group type files at boot (%s). Why: it puts devices into '
+            'identity (passthrough) domains on every boot; Blackwell GPUs then fail their firmware boot and on '
+            'SEV-SNP hosts identity domains are invalid. Fix: %s.' % (where, evidence, fix))
+    return errors, warnings, to_disable
+
+
+def _fault_summary(events):
+    kinds = {}
+    for event in events:
+        kinds[event['kind']] = kinds.get(event['kind'], 0) + 1
+    return ', '.join('%s x%d' % (kind, count) for kind, count in sorted(kinds.items()))
+
+
+def _rule_dma_faults(facts, gpus, selected, policy):
+    errors = []
+    warnings = []
+    events = facts.get('dma_faults') or []
+    if not gpus and not events:
+        return errors, warnings
+    if facts.get('kernel_log_source', 'none') == 'none' or (facts.get('kernel_log_error')
+                                                            and not facts.get('kernel_log_lines')):
+        reason = facts.get('kernel_log_error') or 'no kernel_log file given and root is not /'
+        warnings.append(
+            'kernel-log: no kernel log of this boot was read (%s), so DMA faults were not checked. Why: the fault '
+            'rule needs journalctl -k or dmesg. Fix: run the role with become: true, or pass a saved log in '
+            'iommu_preflight_kernel_log.' % reason)
+        return errors, warnings
+    selected_addresses = [gpu['pci_address'] for gpu in selected]
+    for gpu in gpus:
+        mine = [event for event in events if event.get('pci_address') == gpu['pci_address']]
+        if not mine:
+            continue
+        text = ('dma-faults: GPU %s has %d IOMMU/DMA fault event(s) in this boot\'s kernel log (%s; first: %s). '
+                'Why: the IOMMU blocked or could not translate this GPU\'s DMA, so the GPU or P2P through it is '
+                'broken in the current configuration. Fix: remove the cause (identity domains, a broken peer '
+                'mapping such as DmaRemapPeerMmio=0, P2P that the IOMMU cannot translate) and reboot, which also '
+                'clears the log; set iommu_preflight_dma_faults: warn to report faults without failing.'
+                % (_gpu_label(gpu), len(mine), _fault_summary(mine), mine[0].get('line')))
+        if gpu['pci_address'] in selected_addresses and policy == 'fail':
+            errors.append(text)
+        else:
+            warnings.append(text)
+    gpu_addresses = set(gpu['pci_address'] for gpu in gpus)
+    others = {}
+    for event in events:
+        if event.get('pci_address') not in gpu_addresses:
+            others.setdefault(event.get('pci_address'), []).append(event)
+    for address, mine in sorted(others.items(), key=lambda item: str(item[0])):
+        warnings.append(
+            'dma-faults: device %s (not an NVIDIA GPU) has %d IOMMU/DMA fault event(s) in this boot\'s kernel log '
+            '(%s; first: %s). Why: faults of other devices do not block the GPUs but show an IOMMU problem. Fix: '
+            'check that device\'s driver and firmware.'
+            % (address or 'unknown', len(mine), _fault_summary(mine), mine[0].get('line')))
+    if facts.get('dma_faults_dropped'):
+        warnings.append('dma-faults: %d further fault event(s) were not listed.' % facts['dma_faults_dropped'])
+    return errors, warnings
+
+
+def _rule_iommu(facts, require):
+    iommu = facts.get('iommu') or {}
+    if iommu.get('enabled') or not (require or facts.get('gpus')):
+        return [], []
+    flags = []
+    if iommu.get('iommu_off'):
+        flags.append('iommu=off')
+    if iommu.get('amd_iommu_off'):
+        flags.append('amd_iommu=off')
+    if iommu.get('intel_iommu_off'):
+        flags.append('intel_iommu=off')
+    found = ('the kernel command line has %s' % ', '.join(flags)) if flags else \
+        'there are no IOMMU groups and no IOMMU units (disabled in firmware or not supported by the kernel)'
+    fix = ('enable the IOMMU in the firmware (AMD: IOMMU, Intel: VT-d), remove %s from the kernel command line '
+           'and reboot' % (', '.join(flags) if flags else 'any iommu=off/amd_iommu=off/intel_iommu=off'))
+    if require:
+        return ['iommu-required: the IOMMU is off: %s. Why: iommu_preflight_require_iommu is true, this host must '
+                'isolate device DMA (and SEV-SNP cannot run without it). Fix: %s.' % (found, fix)], []
+    return [], ['iommu-off: the IOMMU is off: %s. Why: without an IOMMU there is no DMA isolation and no SEV-SNP. '
+                'Fix: if that is intended, nothing; otherwise %s (and set iommu_preflight_require_iommu: true).'
+                % (found, fix)]
+
+
+def _rule_identity_allowed(facts, gpus, forbidden):
+    if facts.get('sev_snp'):
+        return []
+    warnings = []
+    for gpu in gpus:
+        if gpu.get('iommu_domain_type') == 'identity' and gpu.get('architecture') not in forbidden:
+            warnings.append(
+                'identity-allowed: GPU %s, architecture %s, is in IOMMU group %s with default domain identity. Why: '
+                'allowed here (not %s, no SEV-SNP), but its DMA and P2P bypass the IOMMU, so the P2P results do '
+                'not carry over to a translated setup. Fix: none needed.'
+                % (_gpu_label(gpu), gpu.get('architecture'), gpu.get('iommu_group'), '/'.join(forbidden)))
+    return warnings
+
+
+def _rule_numa(selected):
+    nodes = sorted(set(gpu['numa_node'] for gpu in selected if gpu.get('numa_node') is not None))
+    if len(nodes) <= 1:
+        return []
+    placement = ', '.join('%s node %s' % (gpu['pci_address'], gpu.get('numa_node')) for gpu in selected)
+    return ['numa-span: the selected GPUs span NUMA nodes %s (%s). Why: tensor-parallel traffic between them crosses '
+            'the socket interconnect, which is slower and, under IOMMU translation, the path where P2P most often '
+            'fails. Fix: if the model fits, select GPUs of one node in %s and give the server the same GPUs.'
+            % (', '.join(str(node) for node in nodes), placement, _SELECT_VAR)]
+
+
+def _rule_driver(facts, gpus):
+    if not gpus:
+        return []
+    driver = facts.get('nvidia_driver') or {}
+    if not driver.get('loaded'):
+        return ['driver: the NVIDIA driver is not loaded, %d GPU(s) found in sysfs. Why: the server cannot use the '
+                'GPUs and the driver-side checks (params, P2P) cannot run. Fix: install and load the NVIDIA driver '
+                '(open kernel module for Blackwell), then run the preflight again.' % len(gpus)]
+    warnings = []
+    for gpu in gpus:
+        if gpu.get('driver') != 'nvidia':
+            warnings.append('driver: GPU %s is bound to %s, not to nvidia. Why: the server cannot use it. Fix: bind '
+                            'it to nvidia or leave it out of %s.'
+                            % (_gpu_label(gpu), gpu.get('driver') or 'no driver', _SELECT_VAR))
+    return warnings
+
+
+def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
+             identity_forbidden_architectures=DEFAULT_FORBIDDEN_ARCHITECTURES, disable_identity_units=False):
+    """Apply every rule to ``facts`` (``ansible_facts['gpu_host']``).
+
+    Returns ``{errors, warnings, selected, units_to_disable, reboot_required, report}``: ``errors`` and
+    ``warnings`` are lists of messages; ``selected`` the chosen GPU dicts; ``units_to_disable`` the
+    systemd identity units the role should disable (only with ``disable_identity_units``);
+    ``reboot_required`` whether identity domains are live while the boot unit that set them is (being)
+    disabled; ``report`` the summary for the site report.
+    """
+    if dma_faults not in DMA_FAULT_POLICIES:
+        raise ValueError('iommu_preflight_dma_faults must be one of %s, got %r'
+                         % (', '.join(DMA_FAULT_POLICIES), dma_faults))
+    facts = facts or {}
+    forbidden = tuple(identity_forbidden_architectures or ())
+    gpus = facts.get('gpus') or []
+    selected, errors = select_gpus(gpus, selection)
+    warnings = []
+
+    found_errors, found_warnings = _rule_blackwell_identity(gpus, selected, forbidden)
+    errors += found_errors
+    warnings += found_warnings
+    found_errors, found_warnings = _rule_snp(facts, gpus)
+    errors += found_errors
+    warnings += found_warnings
+    found_errors, found_warnings, to_disable = _rule_identity_units(facts, disable_identity_units)
+    errors += found_errors
+    warnings += found_warnings
+    found_errors, found_warnings = _rule_dma_faults(facts, gpus, selected, dma_faults)
+    errors += found_errors
+    warnings += found_warnings
+    found_errors, found_warnings = _rule_iommu(facts, require_iommu)
+    errors += found_errors
+    warnings += found_warnings
+    warnings += _rule_identity_allowed(facts, gpus, forbidden)
+    warnings += _rule_numa(selected)
+    warnings += _rule_driver(facts, gpus)
+
+    identity_live = bool((facts.get('iommu') or {}).get('identity_groups'))
+    disabled_units = [unit for unit in facts.get('identity_units') or [] if not unit.get('enabled')]
+    reboot_required = identity_live and bool(to_disable or disabled_units)
+
+    iommu = facts.get('iommu') or {}
+    driver = facts.get('nvidia_driver') or {}
+    selected_addresses = [gpu['pci_address'] for gpu in selected]
+    report = {
+        'status': 'fail' if errors else ('warn' if warnings else 'pass'),
+        'host': {
+            'kernel': facts.get('kernel_release'),
+            'iommu': iommu.get('enabled', False),
+            'iommu_vendor': iommu.get('vendor'),
+            'iommu_passthrough_requested': iommu.get('passthrough_requested'),
+            'sev_snp': bool(facts.get('sev_snp')),
+            'driver_loaded': bool(driver.get('loaded')),
+            'driver_version': driver.get('version'),
+            'kernel_log_source': facts.get('kernel_log_source'),
+        },
+        'gpus': [{
+            'index': gpu.get('index'),
+            'pci_address': gpu['pci_address'],
+            'name': gpu.get('name'),
+            'architecture': gpu.get('architecture'),
+            'numa_node': gpu.get('numa_node'),
+            'iommu_group': gpu.get('iommu_group'),
+            'iommu_domain_type': gpu.get('iommu_domain_type'),
+            'driver': gpu.get('driver'),
+            'dma_faults': gpu.get('dma_faults', 0),
+            'selected': gpu['pci_address'] in selected_addresses,
+        } for gpu in gpus],
+        'identity_units': [unit.get('name') for unit in facts.get('identity_units') or []],
+        'reboot_required': reboot_required,
+        'errors': errors,
+        'warnings': warnings,
+    }
+    return {
+        'errors': errors,
+        'warnings': warnings,
+        'selected': selected,
+        'units_to_disable': to_disable,
+        'reboot_required': reboot_required,
+        'report': report,
+    }

@@ -1,0 +1,504 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_host_facts
+short_description: Gather NVIDIA GPU, IOMMU, SEV-SNP and driver facts of a GPU host
+version_added: 0.1.0
+description:
+  - Reads sysfs, procfs, the kernel command line, systemd/tmpfiles/udev configuration and the kernel log
+    of the current boot, and returns what an inference deployment needs to know about the host as
+    C(ansible_facts['gpu_host']).
+  - GPUs are found in sysfs (vendor C(0x10de), PCI class C(0x0300xx) or C(0x0302xx)), so a GPU whose
+    firmware failed to boot, which C(nvidia-smi) no longer lists, is still reported. The architecture
+    comes from a device-ID table built from the NVIDIA driver's name table and pci.ids; unknown IDs
+    from C(0x2900) up count as V(blackwell), other unknown IDs as V(unknown).
+  - For each GPU the IOMMU group and the group's default domain type are read from
+    C(/sys/kernel/iommu_groups/<N>/type), which is the only per-device truth about passthrough.
+  - DMA faults are found in the kernel log (AMD-Vi event log entries such as C(IO_PAGE_FAULT),
+    C(ILLEGAL_DEV_TABLE_ENTRY) and C(RMP_*), Intel C(DMAR) faults, NVRM Xid 143) and attributed to a PCI
+    address and, when it is one, to the GPU.
+  - Boot-time units and scripts that write C(identity) into an IOMMU group C(type) file are listed in
+    RV(ansible_facts.gpu_host.identity_units).
+  - Never writes anything. A host without an NVIDIA GPU gives RV(ansible_facts.gpu_host.gpus=[]), not
+    an error.
+author: llmserve developers (@llmserve)
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+    details: The module only reads.
+  facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: full
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+options:
+  root:
+    description:
+      - Directory that stands for C(/) on the host. Every sysfs, procfs and C(/etc) path is read below it,
+        with symbolic links resolved inside it, so a fixture tree can stand in for a real host.
+    type: path
+    default: /
+  kernel_log:
+    description:
+      - File holding the kernel log of the current boot (for example a saved C(dmesg) output or
+        C(/var/log/kern.log)). The path is read as given, not below O(root).
+      - When not set and O(root=/), the module runs C(journalctl -k -b -o short-monotonic) and falls back
+        to C(dmesg) when the journal gives nothing. When not set and O(root) is another directory, no kernel
+        log is read and RV(ansible_facts.gpu_host.kernel_log_source) is V(none).
+      - Reading the kernel log of a live host usually needs root (or membership of C(adm)/C(systemd-journal)).
+    type: path
+notes:
+  - C(/sys/module/nvidia/parameters) is not used, the driver creates no files there; driver options are read
+    from C(/proc/driver/nvidia/params).
+  - Kernel log messages are rate limited, so an empty fault list does not prove that no fault happened.
+  - The C(RegistryDwords) string is parsed with the driver's own grammar (C(plugins/module_utils/nvidia_registry.py)).
+seealso:
+  - name: sysfs-kernel-iommu_groups
+    description: Kernel ABI documentation of the IOMMU group C(type) file.
+    link: https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-kernel-iommu_groups
+"""
+
+EXAMPLES = r"""
+- name: Gather the GPU host facts
+  become: true
+  llmserve.sglang.gpu_host_facts:
+
+- name: Show the GPUs and their IOMMU domain types
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts['gpu_host']['gpus'] | map(attribute='iommu_domain_type') | list }}"
+
+- name: Read a fixture tree instead of the host, with a saved kernel log
+  llmserve.sglang.gpu_host_facts:
+    root: /srv/fixtures/blackwell4_amd_snp_dmafq
+    kernel_log: /srv/fixtures/blackwell4_amd_snp_dmafq/var/log/kern.log
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    gpu_host:
+      description: Everything the module found.
+      returned: always
+      type: dict
+      contains:
+        root:
+          description: The O(root) that was read.
+          type: str
+          sample: /
+        kernel_release:
+          description: Content of C(/proc/sys/kernel/osrelease), null when missing.
+          type: str
+          sample: 6.12.30-amd64
+        gpus:
+          description: One entry per NVIDIA display-class PCI function, in PCI address order.
+          type: list
+          elements: dict
+          contains:
+            index:
+              description: Position in PCI address order (what nvidia-smi shows when every GPU is healthy).
+              type: int
+              sample: 0
+            pci_address:
+              description: PCI address C(dddd:bb:dd.f).
+              type: str
+              sample: "0000:01:00.0"
+            vendor_id:
+              description: PCI vendor ID.
+              type: str
+              sample: "0x10de"
+            device_id:
+              description: PCI device ID.
+              type: str
+              sample: "0x2bb5"
+            subsystem_vendor_id:
+              description: PCI subsystem vendor ID.
+              type: str
+              sample: "0x10de"
+            subsystem_device_id:
+              description: PCI subsystem device ID.
+              type: str
+              sample: "0x204e"
+            pci_class:
+              description: PCI class code.
+              type: str
+              sample: "0x030200"
+            name:
+              description: Product name from the device-ID table, C(NVIDIA device 0xXXXX) when unknown.
+              type: str
+              sample: NVIDIA RTX PRO 6000 Blackwell Server Edition
+            chip:
+              description: Chip code name, null when unknown.
+              type: str
+              sample: GB202
+            architecture:
+              description: >-
+                V(maxwell), V(pascal), V(volta), V(turing), V(ampere), V(ada), V(hopper), V(blackwell),
+                V(rubin) or V(unknown).
+              type: str
+              sample: blackwell
+            architecture_known:
+              description: False when the architecture was inferred from the device ID range.
+              type: bool
+            numa_node:
+              description: NUMA node of the device, null when the platform gives none (C(-1)).
+              type: int
+              sample: 0
+            local_cpulist:
+              description: CPUs local to the device.
+              type: str
+              sample: 0-63,128-191
+            iommu_group:
+              description: IOMMU group number, null without an IOMMU.
+              type: int
+              sample: 14
+            iommu_group_devices:
+              description: PCI addresses of every device in the same group.
+              type: list
+              elements: str
+            iommu_domain_type:
+              description: >-
+                Default domain type of the group: V(DMA), V(DMA-FQ), V(identity), V(blocked), V(unmanaged)
+                (V(unknown) if the kernel says so), null without an IOMMU group.
+              type: str
+              sample: DMA-FQ
+            iommu_instance:
+              description: IOMMU unit serving the device (C(ivhdN) on AMD, C(dmarN) on Intel), null if none.
+              type: str
+              sample: ivhd0
+            driver:
+              description: Bound kernel driver, null when none is bound.
+              type: str
+              sample: nvidia
+            model:
+              description: Model name the loaded NVIDIA driver reports, null without the driver.
+              type: str
+            uuid:
+              description: GPU UUID from the driver, null when the driver does not report it.
+              type: str
+            vbios:
+              description: Video BIOS version from the driver.
+              type: str
+            device_minor:
+              description: C(/dev/nvidiaN) minor number.
+              type: int
+            dma_faults:
+              description: Number of RV(ansible_facts.gpu_host.dma_faults) events attributed to this GPU.
+              type: int
+        iommu:
+          description: IOMMU state of the host.
+          type: dict
+          contains:
+            enabled:
+              description: >-
+                True when the kernel has IOMMU groups or IOMMU units (the boot line
+                C(iommu: Default domain type) is ignored, it is printed even without an IOMMU).
+              type: bool
+            vendor:
+              description: V(amd), V(intel) or null.
+              type: str
+            instances:
+              description: Entries of C(/sys/class/iommu).
+              type: list
+              elements: str
+            group_count:
+              description: Number of IOMMU groups.
+              type: int
+            group_types:
+              description: Number of groups per default domain type.
+              type: dict
+            identity_groups:
+              description: Groups whose default domain is V(identity), each with C(group) and C(devices).
+              type: list
+              elements: dict
+            cmdline:
+              description: >-
+                Kernel command line values of C(iommu), C(amd_iommu), C(intel_iommu), C(iommu.passthrough)
+                and C(iommu.strict) (null when absent).
+              type: dict
+            cmdline_nvidia:
+              description: Every C(nvidia.NVreg_*) option on the kernel command line, without the C(nvidia.) prefix.
+              type: dict
+            passthrough_requested:
+              description: True for C(iommu=pt)/C(iommu.passthrough=1), false for C(iommu=nopt)/C(iommu.passthrough=0), else null.
+              type: bool
+            iommu_off:
+              description: C(iommu=off) is on the command line.
+              type: bool
+            amd_iommu_off:
+              description: C(amd_iommu=off) is on the command line.
+              type: bool
+            amd_iommu_pgtbl_v2:
+              description: C(amd_iommu=pgtbl_v2) is on the command line (SEV-SNP refuses v2 page tables).
+              type: bool
+            intel_iommu_off:
+              description: C(intel_iommu=off) is on the command line.
+              type: bool
+            strict:
+              description: C(iommu.strict) as a boolean, null when absent.
+              type: bool
+        sev_snp:
+          description: Whether the host runs with AMD SEV-SNP enabled.
+          type: bool
+        sev_snp_evidence:
+          description: What showed SEV-SNP (the C(kvm_amd) parameter, boot messages).
+          type: list
+          elements: str
+        nvidia_driver:
+          description: The loaded NVIDIA kernel driver.
+          type: dict
+          contains:
+            loaded:
+              description: Whether nvidia.ko is loaded.
+              type: bool
+            version:
+              description: Driver version, null when not loaded.
+              type: str
+              sample: 595.45.04
+            flavor:
+              description: V(open) or V(proprietary) kernel module, null when unknown.
+              type: str
+            modules:
+              description: Loaded NVIDIA kernel modules and their reference counts.
+              type: dict
+              sample: {nvidia: 12, nvidia_uvm: 0}
+            params:
+              description: C(/proc/driver/nvidia/params) by key; numbers as integers, strings unquoted.
+              type: dict
+              sample: {DmaRemapPeerMmio: 1, RegistryDwords: DmaRemapPeerMmio=1}
+            registry_dwords:
+              description: The C(RegistryDwords) string parsed with the driver's grammar.
+              type: dict
+              sample: {DmaRemapPeerMmio: 1}
+            registry_dwords_notes:
+              description: Parts of C(RegistryDwords) the driver ignores or reads differently than they look.
+              type: list
+              elements: str
+            nvidia_smi:
+              description: >-
+                Path of C(nvidia-smi), null when not installed. With another O(root) it is the file's real path below
+                that root.
+              type: str
+        dma_faults:
+          description: IOMMU/DMA fault events of this boot's kernel log.
+          type: list
+          elements: dict
+          contains:
+            source:
+              description: V(amd-vi), V(intel-dmar) or V(nvrm).
+              type: str
+            kind:
+              description: >-
+                Event type, for example V(IO_PAGE_FAULT), V(ILLEGAL_DEV_TABLE_ENTRY), V(RMP_PAGE_FAULT),
+                V(DMAR_WRITE_FAULT) or V(XID_143).
+              type: str
+            pci_address:
+              description: Device the event names, null when it names none.
+              type: str
+            gpu:
+              description: Whether that device is one of RV(ansible_facts.gpu_host.gpus).
+              type: bool
+            gpu_index:
+              description: Index of that GPU, null otherwise.
+              type: int
+            gpu_name:
+              description: Name of that GPU, null otherwise.
+              type: str
+            address:
+              description: Faulting address, when logged.
+              type: str
+            domain:
+              description: AMD-Vi protection domain, when logged.
+              type: str
+            timestamp:
+              description: Seconds since boot, when the log line carries them.
+              type: float
+            detail:
+              description: Rest of the message.
+              type: str
+            line:
+              description: The log line (shortened to 300 characters).
+              type: str
+        dma_faults_dropped:
+          description: Fault events beyond the first 500 that were counted but not listed.
+          type: int
+        kernel_log_source:
+          description: V(file), V(journalctl), V(dmesg) or V(none).
+          type: str
+        kernel_log_path:
+          description: The O(kernel_log) file, null otherwise.
+          type: str
+        kernel_log_lines:
+          description: Number of kernel log lines read.
+          type: int
+        kernel_log_error:
+          description: Why no kernel log could be read, null when one was read or none was wanted.
+          type: str
+        identity_units:
+          description: Boot-time units, rules and scripts that write V(identity) into IOMMU group C(type) files.
+          type: list
+          elements: dict
+          contains:
+            kind:
+              description: V(systemd), V(tmpfiles), V(udev), V(rc-local), V(sysv) or V(cron).
+              type: str
+            name:
+              description: Unit or file name.
+              type: str
+              sample: gpu-iommu-identity.service
+            path:
+              description: Host path of the unit or file.
+              type: str
+            enabled:
+              description: Whether it runs at the next boot.
+              type: bool
+            masked:
+              description: Whether a systemd unit is masked.
+              type: bool
+            scripts:
+              description: Scripts run by the unit that write V(identity).
+              type: list
+              elements: str
+            evidence:
+              description: "C(path:line: text) of the lines that mention V(identity)."
+
+              type: list
+              elements: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmserve.sglang.plugins.module_utils import dma_faults as faults
+from ansible_collections.llmserve.sglang.plugins.module_utils import gpu_sysfs
+from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_registry import inspect_registry_dwords
+
+NVIDIA_SMI_PATHS = ('/usr/bin/nvidia-smi', '/usr/local/bin/nvidia-smi', '/usr/sbin/nvidia-smi')
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            root=dict(type='path', default='/'),
+            kernel_log=dict(type='path'),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def read_kernel_log(module, host, kernel_log):
+    """Return ``(lines, info)`` where ``info`` holds the ``kernel_log_*`` facts."""
+    info = {'kernel_log_source': 'none', 'kernel_log_path': None, 'kernel_log_lines': 0,
+            'kernel_log_error': None}
+    if kernel_log:
+        try:
+            with open(kernel_log, 'rb') as handle:
+                text = handle.read().decode('utf-8', 'replace')
+        except (IOError, OSError) as exc:
+            module.fail_json(msg='kernel_log %s cannot be read: %s' % (kernel_log, exc))
+        lines = text.splitlines()
+        info.update(kernel_log_source='file', kernel_log_path=kernel_log, kernel_log_lines=len(lines))
+        return lines, info
+    if not host.is_live:
+        return [], info
+    errors = []
+    fallback = None
+    commands = (
+        ('journalctl', ['-k', '-b', '-o', 'short-monotonic', '--no-pager', '-q']),
+        ('dmesg', []),
+    )
+    for name, args in commands:
+        binary = module.get_bin_path(name)
+        if not binary:
+            errors.append('%s not found' % name)
+            continue
+        rc, out, err = module.run_command([binary] + args)
+        if rc != 0:
+            errors.append('%s failed (rc=%d): %s' % (name, rc, (err or out).strip()[:200]))
+            continue
+        lines = [line for line in out.splitlines() if line.strip()]
+        if lines:
+            info.update(kernel_log_source=name, kernel_log_lines=len(lines))
+            return lines, info
+        if fallback is None:
+            fallback = name
+        errors.append('%s printed nothing' % name)
+    if fallback is not None:
+        info.update(kernel_log_source=fallback, kernel_log_error='; '.join(errors))
+    else:
+        info['kernel_log_error'] = '; '.join(errors)
+    return [], info
+
+
+def find_nvidia_smi(module, host):
+    if host.is_live:
+        return module.get_bin_path('nvidia-smi')
+    for path in NVIDIA_SMI_PATHS:
+        if host.isfile(path):
+            return host.resolve(path)
+    return None
+
+
+def gather(module, root, kernel_log):
+    host = gpu_sysfs.HostRoot(root)
+    if not os.path.isdir(host.root):
+        module.fail_json(msg='root %s is not a directory' % root)
+    log_lines, log_info = read_kernel_log(module, host, kernel_log)
+
+    cmdline = host.read('/proc/cmdline', default='')
+    iommu, groups = gpu_sysfs.read_iommu(host, cmdline)
+    gpus = gpu_sysfs.scan_gpus(host, groups)
+    snp, snp_evidence = gpu_sysfs.detect_sev_snp(host, log_lines)
+
+    driver = gpu_sysfs.read_nvidia_driver(host)
+    values, notes = inspect_registry_dwords(driver['params'].get('RegistryDwords') or '')
+    driver['registry_dwords'] = values
+    driver['registry_dwords_notes'] = notes
+    driver['nvidia_smi'] = find_nvidia_smi(module, host)
+
+    events, dropped = faults.parse_kernel_log(log_lines)
+    faults.attribute_faults(events, gpus)
+    counts = faults.count_by_device(events)
+    for gpu in gpus:
+        gpu['dma_faults'] = counts.get(gpu['pci_address'], 0)
+
+    facts = {
+        'root': host.root,
+        'kernel_release': host.read_value('/proc/sys/kernel/osrelease') or None,
+        'gpus': gpus,
+        'iommu': iommu,
+        'sev_snp': snp,
+        'sev_snp_evidence': snp_evidence,
+        'nvidia_driver': driver,
+        'dma_faults': events,
+        'dma_faults_dropped': dropped,
+        'identity_units': gpu_sysfs.scan_identity_units(host),
+    }
+    facts.update(log_info)
+    return facts
+
+
+def main():
+    module = build_module()
+    module.run_command_environ_update = {'LANG': 'C', 'LC_ALL': 'C', 'LC_MESSAGES': 'C'}
+    facts = gather(module, module.params['root'], module.params['kernel_log'])
+    module.exit_json(changed=False, ansible_facts={'gpu_host': facts})
+
+
+if __name__ == '__main__':
+    main()
