@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# make bench: wait_for_endpoint vs ansible.builtin.uri + until vs the seed's curl loop, side by side.
+#
+#   tests/bench/run.sh [bench_wait.py options, e.g. --samples 6 --seed 20261129]
+#
+# Builds the SGLang stand-in wheel, boots one systemd test container (localhost/llmserve-testhost:bookworm,
+# named llmserve-bench-<pid>, removed on exit) for the crash sample, then runs tests/bench/bench_wait.py.
+# BENCH_NO_CRASH=1 skips the container and the crash sample. Results: reports/bench_wait.json.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+: "${LLMSERVE_CACHE:=/var/cache/llmserve}"
+python=${BENCH_PYTHON:-$LLMSERVE_CACHE/venv/bin/python}
+[ -x "$python" ] || python=$(command -v python3)
+
+work=$(mktemp -d /tmp/llmserve-bench.XXXXXX)
+container=""
+cleanup() {
+  if [ -n "$container" ]; then podman rm -f -t 2 "$container" >/dev/null 2>&1 || true; fi
+  rm -rf "$work/wheelhouse"
+}
+trap cleanup EXIT
+
+args=(--json "$root/reports/bench_wait.json" --workdir "$work/logs")
+if [ "${BENCH_NO_CRASH:-0}" = 1 ]; then
+  args+=(--no-crash)
+else
+  bash "$root/tests/standin/build_wheel.sh" "$work/wheelhouse" >/dev/null
+  # shellcheck source=/dev/null
+  source "$root/tests/hosts/testhosts.sh"
+  th_host_setup
+  podman image exists localhost/llmserve-testhost:bookworm || th_build_images
+  container="llmserve-bench-$$"
+  podman run -d --name "$container" --systemd=always --label owner=llmserve-bench \
+    -v "$work/wheelhouse:/opt/llmserve-wheelhouse:ro" localhost/llmserve-testhost:bookworm /sbin/init >/dev/null
+  for _ in $(seq 1 60); do
+    state=$(podman exec "$container" systemctl is-system-running 2>/dev/null || true)
+    case "$state" in running|degraded) break ;; esac
+    sleep 0.5
+  done
+  args+=(--container "$container")
+fi
+
+"$python" "$here/bench_wait.py" "${args[@]}" "$@"

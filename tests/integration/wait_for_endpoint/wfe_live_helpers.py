@@ -1,0 +1,238 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Helpers for the wait_for_endpoint integration tests: real HTTP(S) servers on 127.0.0.1 with
+scripted timelines, TLS material made on the fly, the module run as a real subprocess, and the
+SGLang stand-in started from the source tree. The fixtures in conftest.py wrap these."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+STANDIN_SRC = os.path.join(ROOT, "tests", "standin", "src")
+TREE = os.path.join(tempfile.gettempdir(), "llmserve-pytest-collections-%d" % os.getuid())
+MODULE = "ansible_collections.llmserve.sglang.plugins.modules.wait_for_endpoint"
+HANG = "hang"
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class _Quiet(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):  # TLS handshakes that the client aborts, resets
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def _answer(self):
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        body_in = self.rfile.read(length) if length else b""
+        elapsed = time.monotonic() - owner.opened_at
+        owner.requests.append({"path": self.path, "method": self.command, "elapsed": elapsed,
+                               "authorization": self.headers.get("Authorization"), "body": body_in})
+        answer = owner.script(elapsed, self.path, self.command, self.headers)
+        if answer == HANG:
+            owner.stop_event.wait(60)
+            return
+        status, body = answer if isinstance(answer, tuple) else (answer, None)
+        data = json.dumps(body).encode() if isinstance(body, (dict, list)) else (body or b"")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json" if isinstance(body, (dict, list)) else "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = _answer
+
+
+class ScriptedServer(object):
+    """An HTTP(S) server on 127.0.0.1 that keeps its port closed for ``closed_for`` seconds, then
+    answers with ``script(elapsed_since_open, path, method, headers)`` -> status, (status, body) or HANG."""
+
+    def __init__(self, script, closed_for=0.0, tls=None):
+        self.script = script
+        self.closed_for = closed_for
+        self.tls = tls
+        self.port = free_port()
+        self.requests = []
+        self.opened_at = None
+        self.httpd = None
+        self.stop_event = threading.Event()
+        self.started_at = None
+        self._threads = []
+
+    @property
+    def url(self):
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
+
+    def start(self):
+        self.started_at = time.monotonic()
+        thread = threading.Thread(target=self._run, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        if not self.closed_for:
+            deadline = time.monotonic() + 5
+            while self.httpd is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return self
+
+    def _run(self):
+        if self.stop_event.wait(self.closed_for):
+            return
+        httpd = _Quiet(("127.0.0.1", self.port), _Handler)
+        if self.tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(self.tls["cert"], self.tls["key"])
+            httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+        httpd.owner = self
+        self.opened_at = time.monotonic()
+        self.httpd = httpd
+        httpd.serve_forever(poll_interval=0.05)
+
+    def stop(self):
+        self.stop_event.set()
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+
+
+def _module_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([TREE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        env.pop(var, None)
+    return env
+
+
+class ModuleRun(object):
+    def __init__(self, rc, result, wall, stderr):
+        self.rc = rc
+        self.result = result
+        self.wall = wall
+        self.stderr = stderr
+
+    def __repr__(self):
+        return "ModuleRun(rc=%s, wall=%.2f, result=%r, stderr=%r)" % (self.rc, self.wall, self.result, self.stderr[-500:])
+
+
+def _tls_with_cryptography(directory):
+    import datetime  # pylint: disable=import-outside-toplevel
+    import ipaddress  # pylint: disable=import-outside-toplevel
+
+    from cryptography import x509  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives import hashes, serialization  # pylint: disable=import-outside-toplevel
+    from cryptography.hazmat.primitives.asymmetric import ec  # pylint: disable=import-outside-toplevel
+    from cryptography.x509.oid import NameOID  # pylint: disable=import-outside-toplevel
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "llmserve test CA")])
+    ca_cert = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+               .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+               .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+               .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
+                                            data_encipherment=False, key_agreement=False, key_cert_sign=True,
+                                            crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
+               .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+               .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    files = {"ca": directory / "ca.pem", "cert": directory / "server.pem", "key": directory / "server.key"}
+    files["ca"].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    files["cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    files["key"].write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+    return {k: str(v) for k, v in files.items()}
+
+
+def _tls_with_openssl(directory):
+    def sh(*argv):
+        subprocess.run(argv, check=True, capture_output=True, cwd=str(directory))
+
+    (directory / "ext.cnf").write_text("basicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n"
+                                       "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+       "-subj", "/CN=llmserve test CA", "-keyout", "ca.key", "-out", "ca.pem",
+       "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+       "-keyout", "server.key", "-out", "server.csr")
+    sh("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+       "-days", "1", "-extfile", "ext.cnf", "-out", "server.pem")
+    return {"ca": str(directory / "ca.pem"), "cert": str(directory / "server.pem"), "key": str(directory / "server.key")}
+
+
+class Standin(object):
+    """The SGLang stand-in run from the source tree as ``python -m sglang.launch_server``."""
+
+    def __init__(self, argv, env, event_log):
+        self.argv = argv
+        self.env = env
+        self.event_log = event_log
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, start_new_session=True)
+        return self
+
+    def events(self):
+        if not os.path.exists(self.event_log):
+            return []
+        with open(self.event_log) as handle:
+            return [json.loads(line) for line in handle if line.strip()]
+
+    def wait(self, timeout=10):
+        out = self.proc.communicate(timeout=timeout)[0]
+        return self.proc.returncode, out
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.communicate()
+
+
+def standin_env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = STANDIN_SRC
+    env.pop("PYTHONHOME", None)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env

@@ -1,0 +1,393 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The llmserve SGLang stand-in HTTP server (NOT SGLang; standard library only, Python 3.9+).
+
+Startup timeline, as SGLang 0.5.23 behaves on a GPU host:
+
+1. "loading" (``LLMSERVE_STANDIN_LOAD_SECONDS``, default 3): nothing listens on the port,
+   clients get "connection refused".
+2. "warm-up" (``LLMSERVE_STANDIN_WARMUP_SECONDS``, default 2): the port is open;
+   ``/health``, ``/health_generate``, ``/ready`` and ``/ping`` answer 503 at once, while
+   ``/v1/models``, ``/model_info`` and ``/server_info`` already answer 200.
+3. "up": everything answers 200; ``/health`` takes ``LLMSERVE_STANDIN_HEALTH_SECONDS``
+   (default 1.0) like SGLang's one-token health generation.
+
+A failing warm-up (``LLMSERVE_STANDIN_FAIL=warmup``, or ``{"standin_fail_warmup": true}`` in
+``--json-model-override-args``) logs "Initialization failed. warmup error" and SIGKILLs its own
+process, as SGLang does.  ``LLMSERVE_STANDIN_FAIL=load`` dies the same way while loading.
+``--skip-server-warmup`` skips phase 2.  ``--api-key`` protects every path except
+``/health*``, ``/ready*`` and ``/metrics*`` (401 without ``Authorization: Bearer <key>``).
+
+``LLMSERVE_STANDIN_EVENT_LOG=<file>`` appends one JSON line per event (start, listening, ready,
+crash, request) with a wall-clock timestamp, for tests and the benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import socketserver
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from sglang._version import __version__
+
+STARTING = "Starting"
+UP = "Up"
+
+AUTH_FREE_PREFIXES = ("/health", "/ready", "/metrics")
+
+
+def _env_float(name, default):
+    raw = os.environ.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise SystemExit("%s must be a number of seconds, got %r" % (name, raw))
+
+
+def _env_bool(name, default):
+    raw = os.environ.get(name)
+    if raw in (None, ""):
+        return default
+    return raw.strip().lower() in ("1", "true", "yes", "y", "on")
+
+
+class Timings(object):
+    """Timeline settings: environment first, then ``standin_*`` keys of --json-model-override-args."""
+
+    def __init__(self, server_args):
+        overrides = server_args.model_overrides()
+        self.load = float(overrides.get("standin_load_seconds", _env_float("LLMSERVE_STANDIN_LOAD_SECONDS", 3.0)))
+        self.warmup = float(overrides.get("standin_warmup_seconds", _env_float("LLMSERVE_STANDIN_WARMUP_SECONDS", 2.0)))
+        self.health = float(overrides.get("standin_health_seconds", _env_float("LLMSERVE_STANDIN_HEALTH_SECONDS", 1.0)))
+        fail = os.environ.get("LLMSERVE_STANDIN_FAIL", "").strip().lower()
+        if overrides.get("standin_fail_warmup"):
+            fail = "warmup"
+        if fail not in ("", "none", "warmup", "load"):
+            raise SystemExit("LLMSERVE_STANDIN_FAIL must be warmup, load or empty, got %r" % fail)
+        self.fail = fail if fail in ("warmup", "load") else None
+
+
+class EventLog(object):
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.Lock()
+
+    def write(self, event, **fields):
+        if not self.path:
+            return
+        fields.update(t=time.time(), event=event, pid=os.getpid())
+        line = json.dumps(fields, sort_keys=True) + "\n"
+        with self.lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+
+
+def log(message):
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    sys.stderr.write("[%s] %s\n" % (stamp, message))
+    sys.stderr.flush()
+
+
+def _model_config(path):
+    """config.json of a local model directory, or {} (the stand-in needs no weights)."""
+    try:
+        with open(os.path.join(path, "config.json")) as handle:
+            data = json.load(handle)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+class StandinServer(object):
+    def __init__(self, server_args):
+        self.args = server_args
+        self.timings = Timings(server_args)
+        self.status = STARTING
+        self.gracefully_exit = False
+        self.events = EventLog(os.environ.get("LLMSERVE_STANDIN_EVENT_LOG"))
+        self.health_generation = _env_bool("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", True)
+        self.model_config = _model_config(server_args.model_path or "")
+        self.created = int(time.time())
+        self.httpd = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def run(self):
+        args = self.args
+        log("server_args=%s" % _masked_args(args))
+        self.events.write("start", load=self.timings.load, warmup=self.timings.warmup, fail=self.timings.fail)
+        if not os.path.isdir(args.model_path or ""):
+            log("stand-in: model path %r is not a local directory; serving a made-up model card" % args.model_path)
+        log("Load weight begin. (stand-in: sleeping %.1f s with the port closed)" % self.timings.load)
+        time.sleep(max(0.0, self.timings.load))
+        if self.timings.fail == "load":
+            log("Scheduler hit an exception: RuntimeError: stand-in load failure (LLMSERVE_STANDIN_FAIL=load)")
+            self._die()
+        log("Load weight end. KV cache allocated. Capture cuda graph end. (stand-in)")
+        try:
+            server_class = _Server6 if ":" in str(args.host) else _Server
+            self.httpd = server_class((args.host, int(args.port)), _Handler)
+        except OSError as exc:
+            log("ERROR: cannot listen on %s:%s: %s" % (args.host, args.port, exc))
+            sys.exit(1)
+        self.httpd.standin = self
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        log("Uvicorn running on http://%s:%s (Press CTRL+C to quit)" % (args.host, args.port))
+        self.events.write("listening", port=int(args.port))
+        threading.Thread(target=self._warmup, name="warmup", daemon=True).start()
+        try:
+            self.httpd.serve_forever(poll_interval=0.1)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.httpd.server_close()
+        self.events.write("stopped")
+        log("Shutdown complete.")
+
+    def _warmup(self):
+        if self.args.skip_server_warmup:
+            self._set_up()
+            return
+        log("Start of warmup (stand-in: %.1f s)" % self.timings.warmup)
+        time.sleep(max(0.0, self.timings.warmup))
+        if self.timings.fail == "warmup":
+            log("Initialization failed. warmup error: stand-in warm-up failure requested "
+                "(LLMSERVE_STANDIN_FAIL=warmup or standin_fail_warmup)")
+            self._die()
+        self._set_up()
+        log("End of prefill warmup with status 200, resp: [{'text': ' Paris', 'meta_info': {}}]")
+        log("The server is fired up and ready to roll!")
+
+    def _set_up(self):
+        self.status = UP
+        self.events.write("ready")
+
+    def _die(self):
+        """SGLang's kill_process_tree(os.getpid()): the process ends by SIGKILL."""
+        self.events.write("crash")
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def _on_sigterm(self, signum, frame):
+        self.gracefully_exit = True
+        log("Received sigterm; shutting down (stand-in: no requests to drain)")
+        threading.Thread(target=self.httpd.shutdown, daemon=True).start()
+
+    # --- answers ---------------------------------------------------------------------------
+
+    def healthy(self):
+        return self.status == UP and not self.gracefully_exit
+
+    def served_name(self):
+        return self.args.served_model_name or self.args.model_path
+
+    def context_length(self):
+        return int(self.args.context_length or self.model_config.get("max_position_embeddings") or 32768)
+
+    def models(self):
+        name = self.served_name()
+        return {"object": "list", "data": [{
+            "id": name, "object": "model", "created": self.created, "owned_by": "sglang", "root": name,
+            "parent": None, "max_model_len": self.context_length()}]}
+
+    def model_info(self):
+        cfg = self.model_config
+        return {
+            "model_path": self.args.model_path,
+            "tokenizer_path": self.args.tokenizer_path,
+            "is_generation": True,
+            "preferred_sampling_params": None,
+            "weight_version": "default",
+            "has_image_understanding": False,
+            "has_audio_understanding": False,
+            "model_type": cfg.get("model_type", "standin"),
+            "architectures": cfg.get("architectures", ["StandinForCausalLM"]),
+        }
+
+    def server_info(self):
+        info = self.args.resolved_dict()
+        info["launch_command"] = self.args.launch_command
+        info["version"] = __version__
+        info["status"] = self.status
+        info["internal_states"] = [{
+            "last_gen_throughput": 0.0,
+            "memory_usage": {"weight": 0.0, "kvcache": 0.0, "token_capacity": self.context_length()},
+            "avg_spec_accept_length": 1.0 if self.args.speculative_algorithm else None,
+        }]
+        return info
+
+
+def _masked_args(args):
+    """Arguments that differ from SGLang's defaults, secrets masked."""
+    from sglang.srt.standin_flag_table import FLAGS  # pylint: disable=import-outside-toplevel
+
+    shown = {}
+    for key, value in sorted(args.resolved_dict().items()):
+        if key != "model_path" and value == FLAGS.get(key, {}).get("default"):
+            continue
+        shown[key] = "***" if key in ("api_key", "admin_api_key") and value else value
+    return "ServerArgs(%s)" % ", ".join("%s=%r" % kv for kv in shown.items())
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+    def server_bind(self):
+        # skip HTTPServer's reverse DNS lookup of the bind address (slow without a resolver)
+        socketserver.TCPServer.server_bind(self)
+        self.server_name = self.server_address[0]
+        self.server_port = self.server_address[1]
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "uvicorn"
+    sys_version = ""
+
+    GET_ROUTES = ("/health", "/health_generate", "/ready", "/ping", "/v1/models", "/model_info", "/get_model_info",
+                  "/server_info", "/get_server_info", "/metrics")
+    POST_ROUTES = ("/generate", "/v1/chat/completions", "/v1/completions")
+
+    def log_message(self, fmt, *args):  # uvicorn-like access log on stderr
+        log('INFO:     %s - "%s %s" %s' % (self.client_address[0], self.command, self.path, args[1] if len(args) > 1 else ""))
+
+    @property
+    def standin(self):
+        return self.server.standin
+
+    def _read_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send(self, status, payload=None, content_type="application/json"):
+        if payload is None:
+            body = b""
+        elif isinstance(payload, (bytes, str)):
+            body = payload.encode() if isinstance(payload, str) else payload
+        else:
+            body = json.dumps(payload).encode()
+        self.send_response(status)
+        if body or payload is not None:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD" and body:
+            self.wfile.write(body)
+        self.standin.events.write("request", method=self.command, path=self.path, status=status)
+
+    def _authorised(self, path):
+        key = self.standin.args.api_key
+        if not key or path.startswith(AUTH_FREE_PREFIXES):
+            return True
+        return self.headers.get("Authorization", "") == "Bearer %s" % key
+
+    def _route(self, method):
+        path = self.path.split("?", 1)[0]
+        body = self._read_body() if method == "POST" else b""
+        if not self._authorised(path):
+            return self._send(401, {"error": "Unauthorized"})
+        s = self.standin
+        if method == "GET":
+            if path in ("/health", "/health_generate"):
+                return self._health(path)
+            if path in ("/ready", "/ping"):
+                return self._send(200 if s.healthy() else 503, None)
+            if path == "/v1/models":
+                return self._send(200, s.models())
+            if path.startswith("/v1/models/"):
+                name = path[len("/v1/models/"):]
+                if name == s.served_name():
+                    return self._send(200, s.models()["data"][0])
+                return self._send(404, {"detail": "The model '%s' does not exist" % name})
+            if path in ("/model_info", "/get_model_info"):
+                return self._send(200, s.model_info())
+            if path in ("/server_info", "/get_server_info"):
+                return self._send(200, s.server_info())
+            if path == "/metrics" and s.args.enable_metrics:
+                return self._send(200, "# stand-in metrics\nsglang:num_running_reqs 0\n", "text/plain; version=0.0.4")
+        if method == "POST" and path in self.POST_ROUTES:
+            return self._completion(path, body)
+        if path in self.GET_ROUTES + self.POST_ROUTES and not (path == "/metrics" and not s.args.enable_metrics):
+            return self._send(405, {"detail": "Method Not Allowed"})
+        return self._send(404, {"detail": "Not Found"})
+
+    def _health(self, path):
+        s = self.standin
+        if s.gracefully_exit or s.status == STARTING:
+            return self._send(503, None)
+        if path == "/health" and not s.health_generation:
+            return self._send(200, None)
+        time.sleep(max(0.0, s.timings.health))  # SGLang waits for a one-token generation (>= 1 s)
+        return self._send(200 if s.healthy() else 503, None)
+
+    def _completion(self, path, body):
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            return self._send(400, {"error": {"message": "request body is not JSON"}})
+        if not isinstance(request, dict):
+            return self._send(400, {"error": {"message": "request body must be a JSON object"}})
+        s = self.standin
+        text = " Paris."
+        if path == "/generate":
+            return self._send(200, {"text": text, "meta_info": {
+                "id": "standin-%d" % int(time.time() * 1000), "finish_reason": {"type": "length", "length": 2},
+                "prompt_tokens": 6, "completion_tokens": 2, "cached_tokens": 0}})
+        usage = {"prompt_tokens": 6, "completion_tokens": 2, "total_tokens": 8}
+        if path == "/v1/completions":
+            return self._send(200, {"id": "cmpl-standin", "object": "text_completion", "created": int(time.time()),
+                                    "model": s.served_name(), "usage": usage,
+                                    "choices": [{"index": 0, "text": text, "finish_reason": "length"}]})
+        return self._send(200, {"id": "chatcmpl-standin", "object": "chat.completion", "created": int(time.time()),
+                                "model": s.served_name(), "usage": usage,
+                                "choices": [{"index": 0, "finish_reason": "length",
+                                             "message": {"role": "assistant", "content": text}}]})
+
+    def do_GET(self):
+        self._route("GET")
+
+    def do_POST(self):
+        self._route("POST")
+
+    def do_HEAD(self):
+        self._route("HEAD")
+
+    def do_PUT(self):
+        self._route("PUT")
+
+    def do_DELETE(self):
+        self._route("DELETE")
+
+
+def launch(argv, prog_warning=None):
+    """Parse, resolve and run; exits like SGLang (2 for argparse errors, 1 for resolution errors)."""
+    from sglang.srt.server_args import prepare_server_args  # pylint: disable=import-outside-toplevel
+
+    if prog_warning:
+        sys.stderr.write(prog_warning + "\n")
+    server_args = prepare_server_args(argv)
+    try:
+        server_args.resolve_once()
+        server_args.model_overrides()
+    except (ValueError, AssertionError) as exc:
+        log("Traceback (most recent call last): [stand-in] %s: %s" % (type(exc).__name__, exc))
+        sys.exit(1)
+    StandinServer(server_args).run()

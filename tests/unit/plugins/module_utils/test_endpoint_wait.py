@@ -1,0 +1,370 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Unit tests for plugins/module_utils/endpoint_wait.py (fake clock, no network)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.llmserve.sglang.plugins.module_utils import endpoint_wait as ew
+
+
+class FakeClock(object):
+    """Monotonic clock + sleep that only move when told to."""
+
+    def __init__(self, start=1000.0):
+        self.now = start
+        self.sleeps = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        assert seconds > 0
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class Timeline(object):
+    """A probe that answers from a script: list of (status, latency[, body])."""
+
+    def __init__(self, clock, script, default=(503, 0.0)):
+        self.clock = clock
+        self.script = list(script)
+        self.default = default
+        self.timeouts = []
+
+    def __call__(self, request_timeout):
+        self.timeouts.append(request_timeout)
+        step = self.script.pop(0) if self.script else self.default
+        status, latency = step[0], step[1]
+        body = step[2] if len(step) > 2 else None
+        if latency >= request_timeout:
+            # like a socket timeout: the request gives up after request_timeout
+            self.clock.now += request_timeout
+            return {"status": -1, "msg": "Connection failure: timed out"}
+        self.clock.now += latency
+        return {"status": status, "body": body, "msg": "scripted"}
+
+
+def run(clock, probe, **kwargs):
+    params = dict(timeout=600, interval=0.25, request_timeout=30, success_codes=[200],
+                  fail_codes=[401, 403, 404, 405], clock=clock, sleep=clock.sleep, url="http://x/health")
+    params.update(kwargs)
+    return ew.wait_for_endpoint(probe, **params)
+
+
+# --- classification -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("status,expected", [
+    (200, ew.READY), (-1, ew.NOT_YET), (503, ew.NOT_YET), (502, ew.NOT_YET), (500, ew.NOT_YET),
+    (401, ew.FAIL), (403, ew.FAIL), (404, ew.FAIL), (405, ew.FAIL), (204, ew.NOT_YET),
+])
+def test_classify_defaults(status, expected):
+    assert ew.classify(status, [200], [401, 403, 404, 405]) == expected
+
+
+def test_classify_success_wins_and_minus_one_can_be_success():
+    assert ew.classify(404, [404], [404]) == ew.READY
+    assert ew.classify(-1, [-1], []) == ew.READY
+
+
+def test_status_hints_point_at_the_cause():
+    assert "api_key" in ew.status_hint(401)
+    assert "api_key" in ew.status_hint(403)
+    assert "path" in ew.status_hint(404)
+    assert "method" in ew.status_hint(405)
+    assert "fail_status_code" in ew.status_hint(418)
+    assert ew.describe_status(-1) == "-1 (no connection)"
+    assert ew.describe_status(503) == "503 (Service Unavailable)"
+    assert ew.describe_status(299) == "299"
+
+
+# --- history ---------------------------------------------------------------------------------
+
+def test_status_history_run_length():
+    h = ew.StatusHistory()
+    for i, status in enumerate([-1, -1, -1, 503, 503, 200]):
+        h.record(status, i * 0.25)
+    assert h.as_list() == [
+        {"status": -1, "first_seen": 0.0, "last_seen": 0.5, "count": 3},
+        {"status": 503, "first_seen": 0.75, "last_seen": 1.0, "count": 2},
+        {"status": 200, "first_seen": 1.25, "last_seen": 1.25, "count": 1},
+    ]
+    assert h.summary() == "-1 x3 -> 503 x2 -> 200 x1"
+    assert ew.StatusHistory().summary() == "no request sent"
+
+
+# --- redaction -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("key", ["api_key", "admin_api_key", "hf_token", "token", "access_token", "accessToken",
+                                 "HF-TOKEN", "authtoken", "token_secret", "password", "Authorization"])
+def test_secret_keys(key):
+    assert ew.is_secret_key(key)
+
+
+@pytest.mark.parametrize("key", ["max_total_tokens", "tokenizer_path", "skip_tokenizer_init", "speculative_num_draft_tokens",
+                                 "max_new_tokens", "tokenizer_worker_num", "model_path", "key_value", 3])
+def test_not_secret_keys(key):
+    assert not ew.is_secret_key(key)
+
+
+def test_redact_nested_and_strings():
+    data = {
+        "api_key": "sk-123",
+        "admin_api_key": None,
+        "max_total_tokens": 4096,
+        "launch_command": "sglang serve --model-path /m --api-key sk-123 --port 1",
+        "other_cmd": "x --admin-api-key=adm1 y",
+        "internal_states": [{"hf_token": "hf_abc", "note": "key sk-123 leaked"}],
+    }
+    out = ew.redact(data, secrets=["sk-123"])
+    assert out["api_key"] == ew.REDACTED
+    assert out["admin_api_key"] is None  # nothing to hide
+    assert out["max_total_tokens"] == 4096
+    assert out["launch_command"] == "sglang serve --model-path /m --api-key ******** --port 1"
+    assert out["other_cmd"] == "x --admin-api-key=******** y"
+    assert out["internal_states"][0] == {"hf_token": ew.REDACTED, "note": "key ******** leaked"}
+    assert data["api_key"] == "sk-123"  # input untouched
+
+
+def test_parse_json_body():
+    assert ew.parse_json_body(b'{"a": 1}') == {"a": 1}
+    assert ew.parse_json_body(' [1, 2] ') == [1, 2]
+    assert ew.parse_json_body(b"OK") is None
+    assert ew.parse_json_body(b"") is None
+    assert ew.parse_json_body(None) is None
+    assert ew.parse_json_body(b"\xff\xfe") is None
+    assert ew.parse_json_body(b"{broken") is None
+    assert ew.parse_json_body(b"42", "application/json") == 42
+
+
+# --- deadline --------------------------------------------------------------------------------
+
+def test_deadline_arithmetic():
+    clock = FakeClock(50.0)
+    d = ew.Deadline(10, clock)
+    assert d.remaining() == 10 and not d.expired()
+    clock.now = 57.5
+    assert d.elapsed() == 7.5 and d.remaining() == 2.5
+    clock.now = 61.0
+    assert d.remaining() == 0.0 and d.expired()
+
+
+# --- the loop --------------------------------------------------------------------------------
+
+def test_refused_then_503_then_200():
+    clock = FakeClock()
+    probe = Timeline(clock, [(-1, 0.001)] * 12 + [(503, 0.002)] * 5 + [(200, 0.003, b'{"ok": true}')])
+    result = run(clock, probe)
+    assert result["failed"] is False and result["ready"] is True
+    assert result["attempts"] == 18 and result["status"] == 200
+    assert [(e["status"], e["count"]) for e in result["status_history"]] == [(-1, 12), (503, 5), (200, 1)]
+    assert result["status_history"][1]["first_seen"] == pytest.approx(12 * 0.25 + 12 * 0.001 + 0.002, abs=1e-6)  # when the answer arrived
+    assert result["json"] == {"ok": True}
+    assert clock.sleeps == [0.25] * 17
+    assert "-1 x12 -> 503 x5 -> 200 x1" in result["msg"]
+
+
+@pytest.mark.parametrize("status,word", [(401, "api_key"), (404, "path"), (405, "method"), (403, "api_key")])
+def test_fail_status_stops_at_once(status, word):
+    clock = FakeClock()
+    probe = Timeline(clock, [(-1, 0.0), (status, 0.01)])
+    result = run(clock, probe)
+    assert result["failed"] and result["ready"] is False
+    assert result["attempts"] == 2 and result["status"] == status
+    assert word in result["msg"]
+    assert result["elapsed"] == pytest.approx(0.26)
+
+
+def test_deadline_is_strict_and_request_timeout_capped():
+    clock = FakeClock()
+    # the server accepts but never answers: every request runs into its timeout
+    probe = Timeline(clock, [], default=(200, 1e9))
+    result = run(clock, probe, timeout=100, request_timeout=30, interval=0.25)
+    assert result["failed"] and "timed out after 100 s" in result["msg"]
+    assert result["elapsed"] == pytest.approx(100.0)
+    # 30 + 0.25 + 30 + 0.25 + 30 + 0.25 -> 9.25 s left for the last request
+    assert probe.timeouts[:3] == [30, 30, 30]
+    assert probe.timeouts[3] == pytest.approx(100 - 3 * 30.25)
+    assert all(t <= 30 for t in probe.timeouts)
+    assert sum(clock.sleeps) + sum(probe.timeouts) == pytest.approx(100.0)
+
+
+def test_sleep_never_passes_the_deadline():
+    clock = FakeClock()
+    probe = Timeline(clock, [], default=(503, 0.0))
+    result = run(clock, probe, timeout=1.0, interval=0.4)
+    assert result["failed"]
+    assert clock.sleeps == pytest.approx([0.4, 0.4, 0.2])
+    assert result["attempts"] == 3
+    assert result["elapsed"] == pytest.approx(1.0)
+    assert "last answer 503 (Service Unavailable)" in result["msg"]
+
+
+def test_consecutive_successes_reset_by_a_miss():
+    clock = FakeClock()
+    probe = Timeline(clock, [(200, 0), (503, 0), (200, 0), (200, 0), (200, 0)])
+    result = run(clock, probe, consecutive=3)
+    assert result["ready"] and result["attempts"] == 5
+
+
+def test_json_check_turns_success_into_not_yet():
+    clock = FakeClock()
+    probe = Timeline(clock, [(200, 0, b'{"data": []}'), (200, 0, b'{"data": [{"id": "m"}]}')])
+    seen = []
+
+    def check(data):
+        seen.append(data)
+        return (bool(data["data"]), "no model yet")
+
+    result = run(clock, probe, json_check=check)
+    assert result["ready"] and result["attempts"] == 2
+    assert seen == [{"data": []}, {"data": [{"id": "m"}]}]
+
+
+def test_json_check_not_met_until_deadline_reports_why():
+    clock = FakeClock()
+    probe = Timeline(clock, [], default=(200, 0, b'{"speculative_algorithm": null}'))
+    result = run(clock, probe, timeout=1, json_check=lambda d: (False, "json_query gave null"))
+    assert result["failed"] and "json_query gave null" in result["msg"]
+
+
+# --- systemd unit ----------------------------------------------------------------------------
+
+def show(active="active", sub="running", inv="aaa", restarts=0, status=0, exit_us=0, result="success", load="loaded",
+         start_us=0):
+    return ("LoadState=%s\nActiveState=%s\nSubState=%s\nInvocationID=%s\nNRestarts=%d\nExecMainStatus=%d\n"
+            "ExecMainStartTimestampMonotonic=%d\nExecMainExitTimestampMonotonic=%d\nResult=%s\n"
+            % (load, active, sub, inv, restarts, status, start_us, exit_us, result))
+
+
+class FakeSystemd(object):
+    def __init__(self, states, journal="line one\nline two\n", journal_rc=0):
+        self.states = list(states)
+        self.calls = []
+        self.journal = journal
+        self.journal_rc = journal_rc
+
+    def __call__(self, argv):
+        self.calls.append(argv)
+        if argv[0] == "systemctl":
+            out = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+            return 0, out, ""
+        if argv[1] == "--sync":
+            return 0, "", ""
+        return self.journal_rc, self.journal, "" if self.journal_rc == 0 else "permission denied"
+
+
+def test_parse_systemctl_show():
+    assert ew.parse_systemctl_show("A=1\nB=x=y\n\nnoise\n") == {"A": "1", "B": "x=y"}
+
+
+@pytest.mark.parametrize("state,needle", [
+    (show(active="failed", sub="failed", result="signal"), "is failed"),
+    (show(active="inactive", sub="dead"), "is inactive"),
+    (show(active="deactivating", sub="stop-sigterm"), "is deactivating"),
+    (show(active="activating", sub="auto-restart", status=9, exit_us=999_500_000), "systemd will restart it"),
+    (show(inv="bbb", restarts=1), "was restarted while waiting (invocation aaa -> bbb)"),
+    (show(restarts=2), "NRestarts 0 -> 2"),
+    (show(load="not-found", active="inactive"), "LoadState=not-found"),
+])
+def test_unit_watcher_detects_trouble(state, needle):
+    clock = FakeClock()
+    fake = FakeSystemd([show(), state])
+    watcher = ew.UnitWatcher("sglang.service", fake, clock=clock)
+    assert watcher.start() is None
+    problem = watcher.check()
+    assert problem is not None and needle in problem
+
+
+def test_unit_watcher_healthy_states_pass():
+    clock = FakeClock()
+    fake = FakeSystemd([show(), show(active="activating", sub="start"), show()])
+    watcher = ew.UnitWatcher("sglang.service", fake, clock=clock)
+    assert watcher.start() is None
+    assert watcher.check() is None
+    assert watcher.check() is None
+    argv = fake.calls[0]
+    assert argv[:3] == ["systemctl", "show", "--no-pager"]
+    assert argv[-2:] == ["--", "sglang.service"]
+    assert "ActiveState" in argv[4] and "InvocationID" in argv[4] and "NRestarts" in argv[4]
+
+
+def test_unit_exit_age_and_state():
+    clock = FakeClock(1000.0)
+    fake = FakeSystemd([show(), show(active="activating", sub="auto-restart", status=9, exit_us=999_600_000,
+                                     result="signal")])
+    watcher = ew.UnitWatcher("sglang.service", fake, clock=clock)
+    watcher.start()
+    problem = watcher.check()
+    assert "exit status 9, 0.4 s ago" in problem
+    state = watcher.state()
+    assert state["main_exit_seconds_ago"] == pytest.approx(0.4)
+    assert state["exec_main_status"] == 9 and state["sub_state"] == "auto-restart"
+    assert state["invocation_id_at_start"] == "aaa" and state["checks"] == 2
+    assert state["main_start_seconds_ago"] is None  # systemd gave no start timestamp
+
+
+def test_unit_start_age_is_the_time_to_ready():
+    clock = FakeClock(1000.0)
+    fake = FakeSystemd([show(start_us=958_500_000)])  # main process started at monotonic 958.5 s
+    watcher = ew.UnitWatcher("sglang.service", fake, clock=clock)
+    watcher.start()
+    clock.now += 2.0  # ready detected two seconds after the wait began
+    assert watcher.state()["main_start_seconds_ago"] == pytest.approx(43.5)
+
+
+def test_unit_read_error_raises():
+    watcher = ew.UnitWatcher("x.service", lambda argv: (1, "", "System has not been booted with systemd"))
+    with pytest.raises(ew.UnitError, match="not been booted"):
+        watcher.start()
+
+
+def test_journal_uses_the_invocation_that_was_waited_on():
+    fake = FakeSystemd([show(inv="first"), show(inv="second", restarts=1)])
+    watcher = ew.UnitWatcher("sglang.service", fake)
+    watcher.start()
+    assert "restarted" in watcher.check()
+    lines, error = watcher.journal(20)
+    assert error is None and lines == ["line one", "line two"]
+    argv = fake.calls[-1]
+    assert argv[0] == "journalctl"
+    assert "_SYSTEMD_INVOCATION_ID=first" in argv and "INVOCATION_ID=first" in argv
+    assert "second" not in " ".join(argv)
+    assert argv[argv.index("-n") + 1] == "20" and "cat" in argv
+
+
+def test_journal_disabled_error_and_never_started():
+    watcher = ew.UnitWatcher("u", FakeSystemd([show()]))
+    watcher.start()
+    assert watcher.journal(0) == ([], None)
+    denied = ew.UnitWatcher("u", FakeSystemd([show()], journal="", journal_rc=1))
+    denied.start()
+    lines, error = denied.journal(5)
+    assert lines == [] and "permission denied" in error
+    never = ew.UnitWatcher("u", FakeSystemd([show(inv="", active="inactive", sub="dead")]))
+    never.start()
+    lines, error = never.journal(5)
+    assert lines == [] and "never started" in error
+
+
+def test_wait_fails_fast_when_unit_crashes():
+    clock = FakeClock()
+    probe = Timeline(clock, [], default=(-1, 0.001))
+    fake = FakeSystemd([show(), show(), show(), show(active="activating", sub="auto-restart", status=9)])
+    watcher = ew.UnitWatcher("sglang.service", fake, clock=clock)
+    result = run(clock, probe, unit_watcher=watcher)
+    assert result["failed"] and "systemd will restart it" in result["msg"]
+    assert result["attempts"] == 3
+    assert result["elapsed"] < 1.0
+
+
+def test_wait_fails_before_polling_when_unit_already_failed():
+    clock = FakeClock()
+    probe = Timeline(clock, [(200, 0)])
+    watcher = ew.UnitWatcher("sglang.service", FakeSystemd([show(active="failed", sub="failed")]), clock=clock)
+    result = run(clock, probe, unit_watcher=watcher)
+    assert result["failed"] and result["attempts"] == 0 and probe.timeouts == []
+    assert "is failed" in result["msg"]
