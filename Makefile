@@ -12,7 +12,8 @@ export LLMSERVE_SGLANG_MODEL ?= $(LLMSERVE_CACHE)/models/tiny-llama
 DEVENV := source tests/tools/devenv.sh
 HOSTS := source tests/hosts/testhosts.sh
 # Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
-SCENARIOS ?= $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml)))
+# Longest first: they are dealt out to two parallel lanes (tests/tools/molecule_lanes.sh).
+SCENARIOS ?= engine default driver preflight wait
 S ?= $(SCENARIOS)
 
 # Every ansible/molecule call sees the checkout as llmserve.sglang and no injected fact vars.
@@ -20,7 +21,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: engine-assets wheelhouse-standin help venv hosts lint sanity unit build-check molecule test demo bench clean
+.PHONY: fixtures engine-assets wheelhouse-standin help venv hosts lint sanity unit build-check molecule test demo bench clean
 
 help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest, build check, molecule"
@@ -65,26 +66,26 @@ engine-assets:
 	  HF_HUB_OFFLINE=1 "$(LLMSERVE_SGLANG_VENV)/bin/python" tests/engine/make_tiny_model.py "$(LLMSERVE_SGLANG_MODEL)" >/dev/null
 	@echo "engine assets: $(LLMSERVE_SGLANG_WHEELHOUSE), $(LLMSERVE_SGLANG_VENV), $(LLMSERVE_SGLANG_MODEL)"
 
+# Fixture host trees, rebuilt only when the manifests change (running test hosts bind-mount the directory).
+fixtures:
+	@dst="$(LLMSERVE_CACHE)/fixtures"; stamp=$$(cat tests/fixtures/hosts/*.yml tests/fixtures/hosts/materialize.py | sha256sum | cut -c1-16); \
+	if [ "$$(cat "$$dst/.stamp" 2>/dev/null)" != "$$stamp" ]; then \
+	  mkdir -p "$$dst"; find "$$dst" -mindepth 1 -delete; \
+	  python3 tests/fixtures/hosts/materialize.py "$$dst" >/dev/null; echo "$$stamp" > "$$dst/.stamp"; \
+	fi
+
 wheelhouse-standin:
 	@mkdir -p $(LLMSERVE_CACHE)/wheelhouse/standin; rm -f $(LLMSERVE_CACHE)/wheelhouse/standin/*.whl; \
 	  bash tests/standin/build_wheel.sh $(LLMSERVE_CACHE)/wheelhouse/standin >/dev/null
 
-molecule: venv hosts wheelhouse-standin engine-assets
-	@$(RUN) $(HOSTS); th_teardown $(S); trap 'th_teardown $(S)' EXIT; pass=0; fail=0; failed=""; \
-	for s in $(S); do \
-	  echo "== molecule test -s $$s"; start=$$SECONDS; \
-	  if molecule test -s "$$s" </dev/null > "$(LLMSERVE_CACHE)/molecule-$$s.log" 2>&1; then \
-	    pass=$$((pass+1)); echo "molecule scenario $$s: PASSED ($$((SECONDS-start)) s)"; \
-	  else \
-	    fail=$$((fail+1)); failed="$$failed $$s"; echo "molecule scenario $$s: FAILED ($$((SECONDS-start)) s), log follows"; \
-	    tail -n 150 "$(LLMSERVE_CACHE)/molecule-$$s.log"; \
-	  fi; \
-	done; \
-	echo "molecule: $$pass passed, $$fail failed"; [ "$$fail" -eq 0 ]
+molecule: venv hosts fixtures wheelhouse-standin engine-assets
+	@$(RUN) $(HOSTS); th_teardown $(S); trap 'th_teardown $(S)' EXIT; \
+	  for s in $(S); do rm -f $(LLMSERVE_CACHE)/molecule-logs/molecule-$$s.result; done; \
+	  bash tests/tools/molecule_lanes.sh $(LLMSERVE_CACHE)/molecule-logs $(S)
 
 test: lint sanity unit build-check molecule
 
-demo: venv hosts
+demo: venv hosts fixtures wheelhouse-standin engine-assets
 	@$(RUN) bash tests/tools/demo.sh
 
 bench: venv

@@ -5,13 +5,24 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/hosts/testhosts.sh
 
+# Fixture hardware (the healthy Blackwell tree) and the two wheelhouses are mounted read-only.
+fixtures="$LLMSERVE_CACHE/fixtures"
+# (make demo materialises the fixture trees into $fixtures first)
+mounts=(-v "$fixtures:/opt/llmserve-fixtures:ro"
+        -v "$LLMSERVE_CACHE/wheelhouse:/opt/llmserve-wheelhouse:ro"
+        -v "$(dirname "$LLMSERVE_SGLANG_MODEL"):/opt/llmserve-models:ro")
+# Bump when the mounts or the image change, so existing demo hosts are recreated.
+demo_recipe=2
+
 declare -A demo_hosts=([llmserve-demo-debian12]=bookworm [llmserve-demo-debian13]=trixie)
 for name in "${!demo_hosts[@]}"; do
-  if [ "$(podman inspect -f '{{.State.Running}}' "$name" 2>/dev/null)" != true ]; then
+  if [ "$(podman inspect -f '{{.State.Running}} {{index .Config.Labels "llmserve-demo-recipe"}}' "$name" 2>/dev/null)" \
+       != "true $demo_recipe" ]; then
     podman rm -f "$name" >/dev/null 2>&1 || true
     th_log "starting demo host $name"
-    podman run -d --name "$name" --hostname "$name" --systemd=always \
-      --label owner=llmserve-demo "$TH_IMAGE_PREFIX:${demo_hosts[$name]}" /sbin/init >/dev/null
+    podman run -d --name "$name" --hostname "$name" --systemd=always "${mounts[@]}" \
+      --label owner=llmserve-demo --label "llmserve-demo-recipe=$demo_recipe" \
+      "$TH_IMAGE_PREFIX:${demo_hosts[$name]}" /sbin/init >/dev/null
   fi
 done
 for name in "${!demo_hosts[@]}"; do

@@ -1,0 +1,138 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The per-host deployment report of the site playbook: one summary from the three roles' results.
+
+``build_host_report`` takes what each stage published (``iommu_preflight_report``, the nvidia_driver facts,
+``sglang_server_report``); a stage that did not run (tags, failure) gives ``None`` and shows as "not run".
+``render_markdown`` turns a list of host reports into the Markdown file and the play output.
+"""
+
+from __future__ import annotations
+
+NOT_RUN = "not run"
+
+
+def _gpu_summary(gpus):
+    """``4 x NVIDIA RTX PRO 6000 Blackwell Server Edition (blackwell)``, one part per distinct model."""
+    counts = {}
+    for gpu in gpus:
+        key = (gpu.get("name") or "unknown GPU", gpu.get("architecture") or "unknown")
+        counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return "none"
+    return ", ".join("%d x %s (%s)" % (n, name, arch) for (name, arch), n in sorted(counts.items()))
+
+
+def build_host_report(host, preflight=None, driver=None, sglang=None):
+    """Return the report dict of one host. Every argument but ``host`` may be ``None``."""
+    report = {"host": host, "stages": {}}
+
+    if preflight:
+        gpus = preflight.get("gpus") or []
+        selected = [g for g in gpus if g.get("selected", True)] or gpus
+        host_facts = preflight.get("host") or {}
+        report["stages"]["preflight"] = preflight.get("status", "pass")
+        report.update({
+            "gpus": _gpu_summary(selected),
+            "gpu_count": len(selected),
+            "numa_nodes": sorted({g.get("numa_node") for g in selected if g.get("numa_node") is not None}),
+            "iommu": {
+                "enabled": host_facts.get("iommu"),
+                "vendor": host_facts.get("iommu_vendor"),
+                "per_gpu": {g.get("pci_address"): g.get("iommu_domain_type") for g in selected},
+            },
+            "sev_snp": host_facts.get("sev_snp"),
+            "dma_faults": sum(int(g.get("dma_faults") or 0) for g in gpus),
+            "driver_version": host_facts.get("driver_version"),
+            "preflight_warnings": list(preflight.get("warnings") or []),
+        })
+    else:
+        report["stages"]["preflight"] = NOT_RUN
+
+    if driver:
+        report["stages"]["driver"] = driver.get("status") or "ok"
+        report["driver_params"] = {
+            "desired": driver.get("desired") or {},
+            "pending": list(driver.get("pending") or []),
+            "applied": not driver.get("pending") and bool(driver.get("loaded")),
+        }
+        report["reboot_required"] = bool(driver.get("reboot_required"))
+    else:
+        report["stages"]["driver"] = NOT_RUN
+
+    if sglang:
+        report["stages"]["sglang"] = "serving" if sglang.get("ready") else "not ready"
+        report["sglang"] = {
+            "version": sglang.get("version"),
+            "tp_size": sglang.get("tp_size"),
+            "speculative_requested": sglang.get("speculative_requested") or {},
+            "speculative_reported": sglang.get("speculative_reported"),
+            "time_to_ready": sglang.get("time_to_ready"),
+            "restarted": sglang.get("restarted"),
+            "restart_pending": sglang.get("restart_pending"),
+            "smoke": sglang.get("smoke"),
+            "p2p": sglang.get("p2p"),
+        }
+    else:
+        report["stages"]["sglang"] = NOT_RUN
+    return report
+
+
+def _fmt(value):
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return ", ".join("%s=%s" % (k, _fmt(v)) for k, v in sorted(value.items())) or "-"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fmt(v) for v in value) or "-"
+    if isinstance(value, float):
+        return "%.1f s" % value
+    return str(value)
+
+
+def host_rows(report):
+    """(label, value) rows of one host, in the order the table shows them."""
+    sg = report.get("sglang") or {}
+    drv = report.get("driver_params") or {}
+    spec = sg.get("speculative_requested") or {}
+    rows = [
+        ("Stages", _fmt(report.get("stages"))),
+        ("GPUs", _fmt(report.get("gpus"))),
+        ("NUMA node(s)", _fmt(report.get("numa_nodes"))),
+        ("IOMMU", "%s (%s)" % (_fmt((report.get("iommu") or {}).get("enabled")), _fmt((report.get("iommu") or {}).get("vendor")))
+         if report.get("iommu") else "-"),
+        ("IOMMU domain per GPU", _fmt((report.get("iommu") or {}).get("per_gpu"))),
+        ("SEV-SNP", _fmt(report.get("sev_snp"))),
+        ("DMA faults this boot", _fmt(report.get("dma_faults"))),
+        ("Driver version", _fmt(report.get("driver_version"))),
+        ("Driver params", "%s; pending: %s" % (_fmt(drv.get("desired")), _fmt(drv.get("pending"))) if drv else "-"),
+        ("Reboot required", _fmt(report.get("reboot_required"))),
+        ("SGLang version", _fmt(sg.get("version"))),
+        ("Tensor parallel", _fmt(sg.get("tp_size"))),
+        ("Speculative (requested)", _fmt(spec) if spec else "off"),
+        ("Speculative (server reports)", _fmt(sg.get("speculative_reported"))),
+        ("Time to ready", _fmt(sg.get("time_to_ready")) if sg.get("restarted") else "no restart this run"),
+        ("Smoke test", _fmt(sg.get("smoke"))),
+    ]
+    return rows
+
+
+def render_markdown(reports, title="SGLang deployment report"):
+    """Markdown text: a heading and one two-column table per host."""
+    lines = ["# %s" % title, ""]
+    for report in reports:
+        lines.extend(["## %s" % report.get("host"), "", "| item | value |", "| --- | --- |"])
+        for label, value in host_rows(report):
+            lines.append("| %s | %s |" % (label, value.replace("|", "\\|")))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_text(report):
+    """The host's table as aligned plain-text lines for the play output."""
+    rows = host_rows(report)
+    width = max(len(label) for label, _value in rows)
+    return ["%s  %s" % (label.ljust(width), value) for label, value in rows]

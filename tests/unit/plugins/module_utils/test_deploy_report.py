@@ -1,0 +1,72 @@
+"""The site report: one entry per host from the three stages' results."""
+
+from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_report import (
+    build_host_report,
+    host_rows,
+    render_markdown,
+    render_text,
+)
+
+PREFLIGHT = {
+    "status": "pass",
+    "host": {"iommu": True, "iommu_vendor": "amd", "sev_snp": True, "driver_version": "595.45.04"},
+    "gpus": [
+        {"pci_address": "0000:%02x:00.0" % bus, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+         "architecture": "blackwell", "numa_node": 0, "iommu_domain_type": "DMA-FQ", "dma_faults": faults,
+         "selected": True}
+        for bus, faults in ((0x01, 0), (0x41, 2), (0x81, 0), (0xc1, 0))
+    ],
+    "warnings": [],
+}
+DRIVER = {"loaded": True, "status": "applied", "pending": [], "reboot_required": False,
+          "desired": {"RegistryDwords": {"DmaRemapPeerMmio": 1}, "params": {}}}
+SGLANG = {"version": "0.5.23", "tp_size": 4, "ready": True, "restarted": True, "time_to_ready": 412.5,
+          "speculative_requested": {"algorithm": "NEXTN", "num_steps": 5}, "speculative_reported": "EAGLE",
+          "smoke": "passed", "p2p": "on"}
+
+
+def test_full_report_holds_every_stage():
+    report = build_host_report("gpu-node-01", PREFLIGHT, DRIVER, SGLANG)
+    assert report["stages"] == {"preflight": "pass", "driver": "applied", "sglang": "serving"}
+    assert report["gpus"] == "4 x NVIDIA RTX PRO 6000 Blackwell Server Edition (blackwell)"
+    assert report["numa_nodes"] == [0]
+    assert report["dma_faults"] == 2
+    assert report["iommu"]["per_gpu"]["0000:41:00.0"] == "DMA-FQ"
+    assert report["driver_params"]["applied"] is True
+    assert report["sglang"]["speculative_reported"] == "EAGLE"
+
+
+def test_missing_stages_show_as_not_run():
+    report = build_host_report("h", None, None, SGLANG)
+    assert report["stages"]["preflight"] == "not run"
+    assert report["stages"]["driver"] == "not run"
+    rows = dict(host_rows(report))
+    assert rows["GPUs"] == "-"
+    assert rows["Time to ready"] == "412.5 s"
+
+
+def test_pending_driver_params_need_reboot():
+    driver = dict(DRIVER, pending=["DmaRemapPeerMmio"], reboot_required=True, status="pending")
+    report = build_host_report("h", PREFLIGHT, driver, None)
+    assert report["driver_params"]["applied"] is False
+    assert dict(host_rows(report))["Reboot required"] == "yes"
+
+
+def test_markdown_has_one_table_per_host_and_escapes_pipes():
+    a = build_host_report("a", PREFLIGHT, DRIVER, SGLANG)
+    b = build_host_report("b|x", None, None, dict(SGLANG, restarted=False, smoke="fail|ed"))
+    text = render_markdown([a, b], "T")
+    assert text.startswith("# T\n")
+    assert text.count("| item | value |") == 2
+    assert "fail\\|ed" in text
+    assert "no restart this run" in text
+
+
+def test_text_rows_are_aligned():
+    report = build_host_report("a", PREFLIGHT, DRIVER, SGLANG)
+    lines = render_text(report)
+    rows = host_rows(report)
+    width = max(len(label) for label, _value in rows)
+    assert len(lines) == len(rows)
+    for line, (label, value) in zip(lines, rows):
+        assert line == label.ljust(width) + "  " + value
