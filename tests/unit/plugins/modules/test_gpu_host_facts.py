@@ -15,35 +15,16 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.gpu_sysfs import HostRoot
 from ansible_collections.llmserve.sglang.plugins.modules import gpu_host_facts
+from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.module_exits import ExitJson, FailJson, patch_exits
 from ansible_collections.llmserve.sglang.tests.fixtures.hosts import materialize
-
-
-class ExitJson(Exception):
-    def __init__(self, kwargs):
-        super().__init__(kwargs)
-        self.result = kwargs
-
-
-class FailJson(Exception):
-    def __init__(self, kwargs):
-        super().__init__(kwargs)
-        self.result = kwargs
 
 
 @pytest.fixture(autouse=True)
 def patched_module(monkeypatch):
-    def _exit(self, **kwargs):
-        raise ExitJson(kwargs)
-
-    def _fail(self, **kwargs):
-        kwargs['failed'] = True
-        raise FailJson(kwargs)
-
     def _no_commands(self, *args, **kwargs):
         raise AssertionError('run_command must not be called for a fixture root: %r' % (args,))
 
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', _exit)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', _fail)
+    patch_exits(monkeypatch)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', _no_commands)
 
 

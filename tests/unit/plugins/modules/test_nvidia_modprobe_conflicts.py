@@ -9,31 +9,15 @@ import os
 
 import pytest
 
-from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmserve.sglang.plugins.modules import nvidia_modprobe_conflicts as mod
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
+from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.module_exits import ExitJson, FailJson, patch_exits
 
 
 @pytest.fixture(autouse=True)
 def exits(monkeypatch):
-    def _exit(self, **kwargs):
-        raise ExitJson(kwargs)
-
-    def _fail(self, **kwargs):
-        kwargs["failed"] = True
-        raise FailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", _exit)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", _fail)
+    patch_exits(monkeypatch)
 
 
 def _write(root, path, text):

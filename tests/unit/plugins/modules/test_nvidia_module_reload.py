@@ -13,14 +13,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmserve.sglang.plugins.modules import nvidia_module_reload as mod
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
+from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.module_exits import ExitJson, FailJson, patch_exits
 
 
 FULL_STACK = """\
@@ -45,15 +38,6 @@ class Host(object):
         return 0, "", ""
 
 
-def _raise_exit(self, **kwargs):
-    raise ExitJson(kwargs)
-
-
-def _raise_fail(self, **kwargs):
-    kwargs["failed"] = True
-    raise FailJson(kwargs)
-
-
 def _bin_path(self, name, required=False, opt_dirs=None):
     return "/usr/sbin/" + name
 
@@ -64,8 +48,7 @@ def _patch(monkeypatch, fail=()):
     def run_command(self, argv, **kwargs):
         return state.run_command(self, argv, **kwargs)
 
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", _raise_exit)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", _raise_fail)
+    patch_exits(monkeypatch)
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", _bin_path)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", run_command)
     return state

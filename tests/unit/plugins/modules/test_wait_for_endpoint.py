@@ -15,29 +15,7 @@ from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import endpoint_wait
 from ansible_collections.llmserve.sglang.plugins.modules import wait_for_endpoint as wfe
-
-
-class ExitJson(Exception):
-    def __init__(self, kwargs):
-        super().__init__(kwargs)
-        self.result = kwargs
-
-
-class FailJson(Exception):
-    def __init__(self, kwargs):
-        super().__init__(kwargs)
-        self.result = kwargs
-
-
-def _exit(self, **kwargs):
-    kwargs = basic.remove_values(kwargs, self.no_log_values)
-    raise ExitJson(kwargs)
-
-
-def _fail(self, **kwargs):
-    kwargs = basic.remove_values(kwargs, self.no_log_values)
-    kwargs["failed"] = True
-    raise FailJson(kwargs)
+from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.module_exits import ExitJson, FailJson, patch_exits
 
 
 class Clock(object):
@@ -105,8 +83,7 @@ def clock(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def patched_module(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", _exit)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", _fail)
+    patch_exits(monkeypatch)
 
 
 def run_module(monkeypatch, args, fetch, check_mode=False):

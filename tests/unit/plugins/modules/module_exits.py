@@ -1,0 +1,41 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What the module unit tests share: exit_json/fail_json turned into exceptions that carry the result.
+
+The result is masked with the module's no_log values first, as Ansible masks what a module returns,
+so tests see exactly what a playbook would.
+"""
+
+from __future__ import annotations
+
+from ansible.module_utils import basic
+
+
+class ModuleExit(Exception):
+    def __init__(self, result):
+        super().__init__(result)
+        self.result = result
+
+
+class ExitJson(ModuleExit):
+    """The module called exit_json."""
+
+
+class FailJson(ModuleExit):
+    """The module called fail_json."""
+
+
+def exit_json(self, **kwargs):
+    raise ExitJson(basic.remove_values(kwargs, self.no_log_values))
+
+
+def fail_json(self, **kwargs):
+    kwargs = basic.remove_values(kwargs, self.no_log_values)
+    kwargs["failed"] = True
+    raise FailJson(kwargs)
+
+
+def patch_exits(monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
