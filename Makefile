@@ -18,7 +18,7 @@ S ?= $(SCENARIOS)
 
 # Every ansible/molecule call sees the checkout as llmserve.sglang and no injected fact vars.
 RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COLLECTIONS_PATH="$$TREE" \
-      MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_FORCE_COLOR=0 \
+      MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
 .PHONY: fixtures engine-assets wheelhouse-standin help venv hosts lint sanity unit build-check molecule test demo bench clean
