@@ -10,6 +10,7 @@ import copy
 import pytest
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import sglang_args
+from ansible_collections.llmserve.sglang.tests.unit.plugins.module_utils.source_imports import top_level_imports
 from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_args import (
     SGLangConfigError,
     normalise_flag_name,
@@ -679,13 +680,4 @@ def test_module_constants_consistent_with_table():
 
 
 def test_module_is_py39_and_stdlib_plus_netaddr():
-    import ast  # pylint: disable=import-outside-toplevel
-    with open(sglang_args.__file__, encoding="utf-8") as handle:
-        tree = ast.parse(handle.read(), feature_version=(3, 9))
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imported.add((node.module or "").split(".")[0])
-    assert imported == {"__future__", "difflib", "json", "re", "netaddr", "ansible_collections"}
+    assert top_level_imports(sglang_args.__file__) == {"__future__", "difflib", "json", "re", "netaddr", "ansible_collections"}

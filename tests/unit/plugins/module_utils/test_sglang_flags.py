@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import ast
 import os
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import sys
 import pytest
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import sglang_flags
+from ansible_collections.llmserve.sglang.tests.unit.plugins.module_utils.source_imports import top_level_imports
 from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_flags import (
     DEPRECATED_FLAGS,
     FLAGS,
@@ -106,15 +106,7 @@ def test_curated_tables_are_consistent():
 
 
 def test_module_is_stdlib_only_and_py39_syntax():
-    with open(sglang_flags.__file__, encoding="utf-8") as handle:
-        tree = ast.parse(handle.read(), feature_version=(3, 9))
-    imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imported.add((node.module or "").split(".")[0])
-    assert imported <= {"__future__"}
+    assert top_level_imports(sglang_flags.__file__) <= {"__future__"}
 
 
 @pytest.mark.skipif(not os.path.exists(REFERENCE), reason="reference notes not available")
