@@ -53,7 +53,7 @@ build-check: venv
 	  ansible-galaxy collection install --force -p "$$out/installed" "$$out"/llmserve-sglang-*.tar.gz >/dev/null; \
 	  ANSIBLE_COLLECTIONS_PATH="$$out/installed" ansible-doc -l llmserve.sglang | tee "$$out/doc.txt"; \
 	  ANSIBLE_COLLECTIONS_PATH="$$out/installed" ansible-doc -t role -l llmserve.sglang; \
-	  ansible-builder create -f meta/execution-environment.yml --context "$$out/ee" >/dev/null; \
+	  ansible-builder create -f meta/execution-environment.yml --output-filename Containerfile --context "$$out/ee" >/dev/null; \
 	  test -s "$$out/ee/Containerfile"; echo "ansible-builder create: Containerfile written"; \
 	  echo "build-check: $$(ls "$$out"/llmserve-sglang-*.tar.gz | xargs -n1 basename) installs; $$(wc -l < "$$out/doc.txt") modules listed"; \
 	  rm -rf "$$out"
