@@ -88,7 +88,7 @@ test: lint sanity unit build-check molecule
 demo: venv hosts fixtures wheelhouse-standin engine-assets
 	@$(RUN) bash tests/tools/demo.sh
 
-bench: venv
+bench: venv engine-assets
 	@$(RUN) bash tests/bench/run.sh
 
 clean:

@@ -12,6 +12,10 @@ One run, the same server timelines for every method, side by side:
 * a "crash" sample: the stand-in runs as a systemd unit in a test container and SIGKILLs itself at
   the end of warm-up (systemd then restarts it, Restart=on-failure); the methods run against the
   container through the podman connection, like a remote host.
+* "real" samples: the real SGLang 0.5.23 (CPU, tiny model; tests/engine) starts on 127.0.0.1
+  once per sample and every method polls that one server at the same time. "Ready" is the
+  earlier of SGLang's own "fired up" log line and a 50 ms /ready probe; the timeline also records
+  when the port opened and when /v1/models first answered 200 (during warm-up, before ready).
 
 Measured per method: detection latency (server ready -> task result on the controller), crash
 detection latency (main process killed -> task result), HTTP requests the server answered (its own
@@ -19,13 +23,16 @@ event log), module executions (AnsiballZ payloads transferred, from -vvv), contr
 (rusage of ansible-playbook and everything it waited for).
 
     python tests/bench/bench_wait.py [--samples 6] [--seed 20261129] [--no-crash] [--json FILE]
+        [--real-venv VENV --real-model MODEL [--real-samples 3]]
 
-Run it through tests/bench/run.sh (make bench), which prepares the wheel and the container host.
+Run it through ``make bench`` (tests/bench/run.sh), which sets ANSIBLE_COLLECTIONS_PATH and prepares the
+wheel, the container host and the real SGLang venv and model.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -37,11 +44,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 STANDIN_SRC = os.path.join(ROOT, "tests", "standin", "src")
+ENGINE_DIR = os.path.join(ROOT, "tests", "engine")
 PLAYBOOKS = os.path.join(HERE, "playbooks")
 CALLBACKS = os.path.join(HERE, "callback_plugins")
 BIN = os.path.dirname(sys.executable)
@@ -73,6 +82,11 @@ METHODS = [
 ]
 
 
+SHORT_LABELS = {"module-ready": "(a) module /ready", "module-health": "(a) module /health",
+                "uri-10": "(b) uri delay 10 /health", "uri-1": "(b) uri delay 1 /health",
+                "curl": "(c) curl loop /v1/models"}
+
+
 def log(message):
     sys.stderr.write("[bench %s] %s\n" % (time.strftime("%H:%M:%S"), message))
     sys.stderr.flush()
@@ -85,18 +99,12 @@ def free_port():
 
 
 def collections_tree():
-    """ANSIBLE_COLLECTIONS_PATH that has this checkout as llmserve.sglang."""
-    tree = os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep)[0]
-    if tree and os.path.realpath(os.path.join(tree, "ansible_collections", "llmserve", "sglang")) == ROOT:
-        return tree
-    tree = os.path.join(tempfile.gettempdir(), "llmserve-bench-collections-%d" % os.getuid())
-    link = os.path.join(tree, "ansible_collections", "llmserve", "sglang")
-    os.makedirs(os.path.dirname(link), exist_ok=True)
-    if os.path.realpath(link) != ROOT:
-        if os.path.lexists(link):
-            os.unlink(link)
-        os.symlink(ROOT, link)
-    return tree
+    """The ANSIBLE_COLLECTIONS_PATH entry that holds this checkout as llmserve.sglang (make bench sets it)."""
+    for tree in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep):
+        if tree and os.path.realpath(os.path.join(tree, "ansible_collections", "llmserve", "sglang")) == ROOT:
+            return tree
+    raise SystemExit("ANSIBLE_COLLECTIONS_PATH has no ansible_collections/llmserve/sglang pointing at %s; "
+                     "run the benchmark through 'make bench'" % ROOT)
 
 
 def read_jsonl(path):
@@ -158,7 +166,8 @@ class Run(object):
             attempts = record.get("attempts")
         return {"end": record.get("t"), "outcome": record.get("outcome"), "attempts": attempts,
                 "module_noticed": record.get("main_exit_seconds_ago"),
-                "executions": executions, "cpu": round(self.cpu, 3), "rc": self.rc, "msg": record.get("msg")}
+                "executions": executions, "cpu": round(self.cpu, 3), "rc": self.rc, "msg": record.get("msg"),
+                "history": record.get("status_history")}
 
 
 def base_env():
@@ -241,6 +250,124 @@ def ready_sample(index, ready, warmup, load, workdir):
     return rows
 
 
+# --- the real SGLang server's start-up ---------------------------------------------------------
+
+def load_smoke_server():
+    """tests/engine/smoke_server.py: how the real server is launched, stopped and cleaned up after."""
+    spec = importlib.util.spec_from_file_location("llmserve_smoke_server", os.path.join(ENGINE_DIR, "smoke_server.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class StartupObserver(object):
+    """Records one real SGLang start-up on the benchmark's clock (time.time()).
+
+    Two independent witnesses of "ready": the server's own log line, written right after the
+    warm-up succeeded and the status flipped to Up, and a probe of /ready every 50 ms (a flag
+    check in SGLang). The earlier of the two is the moment the server became ready. The probe also
+    records when the port opened and when /v1/models first answered 200.
+    """
+
+    READY_LINE = "The server is fired up and ready to roll"
+
+    def __init__(self, smoke, process, port, log_path):
+        self.smoke = smoke
+        self.process = process
+        self.port = port
+        self.log_path = log_path
+        self.marks = {"launched": time.time()}
+        self.stopping = threading.Event()
+        self.threads = [threading.Thread(target=self._read_log, daemon=True),
+                        threading.Thread(target=self._probe, daemon=True)]
+        for thread in self.threads:
+            thread.start()
+
+    def _mark(self, name):
+        self.marks.setdefault(name, time.time())
+
+    def _read_log(self):
+        with open(self.log_path, "w") as log:
+            for line in iter(self.process.stdout.readline, ""):
+                if self.READY_LINE in line:
+                    self._mark("ready_log")
+                log.write(line)
+        self._mark("exited")
+
+    def _probe(self):
+        base = "http://127.0.0.1:%d" % self.port
+        while not self.stopping.is_set() and "ready_probe" not in self.marks and self.process.poll() is None:
+            if "port_open" not in self.marks:
+                if self.smoke.port_open(self.port):
+                    self._mark("port_open")
+                    continue
+            else:
+                if "models_200" not in self.marks and self.smoke.http("GET", base + "/v1/models", timeout=1.0)[0] == 200:
+                    self._mark("models_200")
+                if self.smoke.http("GET", base + "/ready", timeout=1.0)[0] == 200:
+                    self._mark("ready_probe")
+                    break
+            time.sleep(0.05)
+
+    def ready_at(self):
+        seen = [self.marks[k] for k in ("ready_probe", "ready_log") if k in self.marks]
+        return min(seen) if seen else None
+
+    def close(self):
+        self.stopping.set()
+        for thread in self.threads:
+            thread.join(15)
+
+
+def real_sample(index, venv, model, workdir):
+    """Every method side by side against ONE real SGLang server starting on 127.0.0.1.
+
+    The same server, so literally the same timeline for all; each method polls the path it would
+    poll in a playbook (the module /ready and /health, uri /health, the curl loop /v1/models).
+    """
+    smoke = load_smoke_server()
+    inventory = os.path.join(workdir, "local.ini")
+    with open(inventory, "w") as handle:
+        handle.write("[bench]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+    env = base_env()
+    port = free_port()
+    runs = []
+    for method in METHODS:
+        extra = dict(method.extra, bench_url="http://127.0.0.1:%d%s" % (port, method.path))
+        runs.append(Run(method, workdir, "real%d" % index, inventory, extra, env))
+    wait_started(runs)
+    shm_before = set(smoke.glob.glob(smoke.SHM_GLOB))
+    process = smoke.launch(venv, model, port, subprocess.PIPE, text=True)
+    observer = StartupObserver(smoke, process, port, os.path.join(workdir, "real%d-server.log" % index))
+    try:
+        wait_all(runs, 900)
+    finally:
+        observer.close()
+        exit_code = smoke.stop(process)
+        removed = smoke.remove_leftover_shm(shm_before)
+    launched = observer.marks["launched"]
+    ready_at = observer.ready_at()
+    timeline = {name: round(value - launched, 3) for name, value in observer.marks.items()}
+    timeline["ready"] = round(ready_at - launched, 3) if ready_at else None
+    rows = {}
+    for run in runs:
+        res = run.result()
+        res["requests"] = None  # one shared server: requests cannot be told apart per method
+        res["latency"] = round(res["end"] - ready_at, 3) if res["end"] and ready_at else None
+        res["end_after_launch"] = round(res["end"] - launched, 3) if res["end"] else None
+        rows[run.method.key] = res
+    return {"timeline": timeline, "rows": rows, "exit_code": exit_code, "shm_removed": removed, "port": port}
+
+
+def history_text(history):
+    """[{status, first_seen, count}, ...] -> 'refused x84 -> 503 x9 -> 200'."""
+    parts = []
+    for entry in history or []:
+        name = "refused" if entry.get("status") == -1 else str(entry.get("status"))
+        parts.append("%s x%s" % (name, entry.get("count")) if entry.get("count", 1) > 1 else name)
+    return " -> ".join(parts) or "-"
+
+
 # --- crash sample in a systemd test container ------------------------------------------------
 
 def podman(*args, check=True):
@@ -314,24 +441,38 @@ def fmt(value, unit="s"):
     return "-" if value is None else ("%.2f %s" % (value, unit)).strip()
 
 
+def method_stats(method, rows):
+    """Latency and cost figures of one method over its samples' rows."""
+    latencies = [r["latency"] for r in rows if r["latency"] is not None and r["outcome"] == "ok"]
+    on_time = [x for x in latencies if x >= 0]
+    premature = [x for x in latencies if x < 0]
+
+    def mean(key, digits=1):
+        values = [r[key] for r in rows if r[key] is not None]
+        return round(statistics.mean(values), digits) if values else None
+
+    return {
+        "method": method.key, "label": method.label, "path": method.path,
+        "median_latency": round(statistics.median(on_time), 3) if on_time else None,
+        "max_latency": round(max(on_time), 3) if on_time else None,
+        "premature": len(premature), "premature_by_max": round(-min(premature), 2) if premature else None,
+        "failed": sum(1 for r in rows if r["outcome"] != "ok"),
+        "requests_per_wait": mean("requests"),
+        "attempts_per_wait": round(statistics.mean(r["attempts"] or 0 for r in rows), 1) if rows else None,
+        "executions_per_wait": mean("executions"), "cpu_per_wait": mean("cpu", 2),
+    }
+
+
+def early_text(entry, count):
+    if not entry["premature"]:
+        return "0"
+    return "%d of %d (up to %.1f s early)" % (entry["premature"], count, entry["premature_by_max"])
+
+
 def summarise(samples, crash):
     table = []
     for method in METHODS:
-        rows = [s["rows"][method.key] for s in samples]
-        latencies = [r["latency"] for r in rows if r["latency"] is not None and r["outcome"] == "ok"]
-        on_time = [x for x in latencies if x >= 0]
-        premature = [x for x in latencies if x < 0]
-        entry = {
-            "method": method.key, "label": method.label,
-            "median_latency": round(statistics.median(on_time), 3) if on_time else None,
-            "max_latency": round(max(on_time), 3) if on_time else None,
-            "premature": len(premature), "premature_by_max": round(-min(premature), 2) if premature else None,
-            "failed": sum(1 for r in rows if r["outcome"] != "ok"),
-            "requests_per_wait": round(statistics.mean(r["requests"] for r in rows), 1) if rows else None,
-            "attempts_per_wait": round(statistics.mean(r["attempts"] or 0 for r in rows), 1) if rows else None,
-            "executions_per_wait": round(statistics.mean(r["executions"] for r in rows), 1) if rows else None,
-            "cpu_per_wait": round(statistics.mean(r["cpu"] for r in rows), 2) if rows else None,
-        }
+        entry = method_stats(method, [s["rows"][method.key] for s in samples])
         if crash:
             c = crash[method.key]
             entry.update(crash_latency=c["latency"], crash_identified=c["identified"], crash_executions=c["executions"],
@@ -342,6 +483,67 @@ def summarise(samples, crash):
     return table
 
 
+def summarise_real(real):
+    return [method_stats(method, [sample["rows"][method.key] for sample in real]) for method in METHODS]
+
+
+def markdown_real(table, real):
+    lines = [
+        "| sample | port open | /v1/models 200 | ready (/ready 200 or log line) | "
+        + " | ".join(SHORT_LABELS[e["method"]] for e in table) + " |",
+        "|---" * (4 + len(table)) + "|",
+    ]
+    for number, sample in enumerate(real, 1):
+        t = sample["timeline"]
+        cells = []
+        for e in table:
+            row = sample["rows"][e["method"]]
+            if row["outcome"] != "ok":
+                cells.append("%s after %s" % (row["outcome"], fmt(row["end_after_launch"])))
+            else:
+                cells.append("%s (%s%.2f)" % (fmt(row["end_after_launch"]), "+" if row["latency"] >= 0 else "",
+                                              row["latency"]))
+        marks = [fmt(t.get(name)) for name in ("port_open", "models_200", "ready")]
+        lines.append("| %d | %s | %s |" % (number, " | ".join(marks), " | ".join(cells)))
+    lines.append("")
+    for number, sample in enumerate(real, 1):
+        lines.append("* sample %d, status history seen by wait_for_endpoint: %s" % (number, "; ".join(
+            "%s %s" % (e["path"], history_text(sample["rows"][e["method"]]["history"]))
+            for e in table if sample["rows"][e["method"]]["history"])))
+    lines += [
+        "",
+        "| method | median detect | max detect | early (ready too soon) | failed | attempts/wait (client)"
+        " | module executions/wait | controller CPU s/wait |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for e in table:
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            e["label"], fmt(e["median_latency"]), fmt(e["max_latency"]), early_text(e, len(real)), e["failed"],
+            e["attempts_per_wait"], e["executions_per_wait"], e["cpu_per_wait"]))
+    return "\n".join(lines)
+
+
+def check_real_targets(table, real):
+    by = {e["method"]: e for e in table}
+    modules = (by["module-ready"], by["module-health"])
+    return [
+        ("real server: every start-up reached ready", all(s["timeline"].get("ready") is not None for s in real),
+         [s["timeline"].get("ready") for s in real]),
+        ("real server: median detection on /ready <= 0.5 s", modules[0]["median_latency"] is not None
+         and modules[0]["median_latency"] <= 0.5, modules[0]["median_latency"]),
+        ("real server: no module wait failed or was early", all(e["failed"] == 0 and e["premature"] == 0 for e in modules),
+         sum(e["failed"] + e["premature"] for e in modules)),
+        ("real server: exactly 1 module execution per wait", all(e["executions_per_wait"] == 1 for e in modules),
+         modules[0]["executions_per_wait"]),
+        # /health runs a generation, so its own duration bounds every method that polls it; polling it
+        # 4 times a second must not make the module slower than uri polling once a second
+        ("real server: /health median not above uri delay 1 + 0.25 s", modules[1]["median_latency"] is not None
+         and by["uri-1"]["median_latency"] is not None
+         and modules[1]["median_latency"] <= by["uri-1"]["median_latency"] + 0.25,
+         (modules[1]["median_latency"], by["uri-1"]["median_latency"])),
+    ]
+
+
 def markdown(table, samples, crash_ran):
     lines = [
         "| method | median detect | max detect | early (ready too soon) | crash detected after | requests/wait"
@@ -349,8 +551,7 @@ def markdown(table, samples, crash_ran):
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in table:
-        early = "%d of %d (up to %.1f s early)" % (e["premature"], len(samples), e["premature_by_max"]) \
-            if e["premature"] else "0"
+        early = early_text(e, len(samples))
         if not crash_ran:
             crash = "not run"
         elif e.get("crash_identified"):
@@ -394,11 +595,17 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--container", help="running systemd test container for the crash sample")
     parser.add_argument("--no-crash", action="store_true", help="skip the crash sample (no container)")
+    parser.add_argument("--real-venv", help="venv with the real SGLang (tests/engine/install_sglang_venv.sh)")
+    parser.add_argument("--real-model", help="model directory for it (tests/engine/make_tiny_model.py)")
+    parser.add_argument("--real-samples", type=int, default=3, help="real SGLang start-ups (default 3)")
     parser.add_argument("--json", help="write all measurements to this file")
     parser.add_argument("--workdir", help="keep logs here (default: a temporary directory)")
     args = parser.parse_args(argv)
     if not args.no_crash and not args.container:
         parser.error("--container NAME is needed for the crash sample (or --no-crash)")
+    if bool(args.real_venv) != bool(args.real_model):
+        parser.error("--real-venv and --real-model go together")
+    collections_tree()  # before anything starts
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="llmserve-bench-")
     os.makedirs(workdir, exist_ok=True)
@@ -423,9 +630,28 @@ def main(argv=None):
         for key, row in rows.items():
             log("  %-14s %-6s latency %7s s  requests %4s  executions %3s  cpu %5.2f s" % (
                 key, row["outcome"], row["latency"], row["requests"], row["executions"], row["cpu"]))
-    table = summarise(samples, crash)
-    checks = check_targets(table, crash is not None)
+    real = []
+    if args.real_venv:
+        for index in range(args.real_samples):
+            log("real SGLang sample %d/%d: one server from %s, every method polling it" % (
+                index + 1, args.real_samples, args.real_venv))
+            sample = real_sample(index, args.real_venv, args.real_model, workdir)
+            real.append(sample)
+            t = sample["timeline"]
+            log("  port open %s s, /v1/models 200 %s s, ready %s s (probe %s, log %s), exit code %s, shm removed %d" % (
+                t.get("port_open"), t.get("models_200"), t.get("ready"), t.get("ready_probe"), t.get("ready_log"),
+                sample["exit_code"], len(sample["shm_removed"])))
+            for key, row in sample["rows"].items():
+                log("  %-14s %-6s at %7s s  latency %7s s  attempts %4s  executions %3s  cpu %5.2f s  %s" % (
+                    key, row["outcome"], row["end_after_launch"], row["latency"], row["attempts"], row["executions"],
+                    row["cpu"], history_text(row["history"]) if row["history"] else ""))
+    table = summarise(samples, crash) if samples else None
+    checks = check_targets(table, crash is not None) if samples else []
+    real_table = summarise_real(real) if real else None
+    if real:
+        checks += check_real_targets(real_table, real)
     report = {"seed": args.seed, "samples": samples, "crash": crash, "table": table,
+              "real": real, "real_table": real_table,
               "checks": [{"target": t, "ok": ok, "value": v} for t, ok, v in checks],
               "wall_seconds": round(time.monotonic() - started, 1), "workdir": workdir}
     if args.json:
@@ -437,8 +663,14 @@ def main(argv=None):
         args.seed, len(samples), ", ".join("%.1f" % s["ready"] for s in samples),
         "yes" if crash else "no", report["wall_seconds"]))
     print()
-    print(markdown(table, samples, crash is not None))
-    print()
+    if samples:
+        print(markdown(table, samples, crash is not None))
+        print()
+    if real:
+        print("Real SGLang start-ups (seconds after launch; in brackets: result minus ready):")
+        print()
+        print(markdown_real(real_table, real))
+        print()
     failed = 0
     for target, ok, value in checks:
         print("target %-48s %s (measured %s)" % (target, "PASS" if ok else "FAIL", value))

@@ -9,7 +9,9 @@
 #
 # Builds the SGLang stand-in wheel, boots one systemd test container (localhost/llmserve-testhost:bookworm,
 # named llmserve-bench-<pid>, removed on exit) for the crash sample, then runs tests/bench/bench_wait.py.
-# BENCH_NO_CRASH=1 skips the container and the crash sample. Results: reports/bench_wait.json.
+# BENCH_NO_CRASH=1 skips the container and the crash sample. The real SGLang start-up samples use
+# $LLMSERVE_SGLANG_VENV and $LLMSERVE_SGLANG_MODEL (made by `make engine-assets`, which `make bench` runs
+# first); BENCH_NO_REAL=1 skips them. Results: reports/bench_wait.json.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -44,6 +46,16 @@ else
     sleep 0.5
   done
   args+=(--container "$container")
+fi
+
+if [ "${BENCH_NO_REAL:-0}" != 1 ]; then
+  : "${LLMSERVE_SGLANG_VENV:=$LLMSERVE_CACHE/venv-sglang-cpu}" "${LLMSERVE_SGLANG_MODEL:=$LLMSERVE_CACHE/models/tiny-llama}"
+  if [ ! -x "$LLMSERVE_SGLANG_VENV/bin/python" ] || [ ! -f "$LLMSERVE_SGLANG_MODEL/config.json" ]; then
+    echo "bench: no real SGLang venv/model at $LLMSERVE_SGLANG_VENV / $LLMSERVE_SGLANG_MODEL;" \
+         "run 'make engine-assets' (or set BENCH_NO_REAL=1)" >&2
+    exit 2
+  fi
+  args+=(--real-venv "$LLMSERVE_SGLANG_VENV" --real-model "$LLMSERVE_SGLANG_MODEL")
 fi
 
 "$python" "$here/bench_wait.py" "${args[@]}" "$@"

@@ -104,6 +104,17 @@ def server_command(venv, model, port, extra_args=()):
     ] + list(extra_args)
 
 
+def launch(venv, model, port, stdout, extra_args=(), text=False):
+    """Start the server in its own session (so its whole process group can be killed) and return it.
+
+    ``text=True`` with ``stdout=subprocess.PIPE`` gives a text pipe of its log lines."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.pop("SGLANG_USE_CPU_ENGINE", None)  # that path needs a CPU sgl-kernel build that PyPI does not have
+    return subprocess.Popen(  # pylint: disable=consider-using-with
+        server_command(venv, model, port, extra_args), stdout=stdout, stderr=subprocess.STDOUT,
+        env=env, start_new_session=True, text=text, errors="replace" if text else None)
+
+
 def stop(process, timeout=60.0):
     """SIGTERM the server's main PID and wait; SIGKILL its process group as a last resort."""
     if process.poll() is None:
@@ -123,8 +134,6 @@ def run_smoke(venv, model, port=31000, timeout=120.0, log_path=None, extra_args=
         report["errors"].append("127.0.0.1:%d is already in use" % port)
         return report
 
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    env.pop("SGLANG_USE_CPU_ENGINE", None)  # that path needs a CPU sgl-kernel build that PyPI does not have
     shm_before = set(glob.glob(SHM_GLOB))
     log = open(log_path, "wb") if log_path else subprocess.DEVNULL  # pylint: disable=consider-using-with
     start = time.monotonic()
@@ -134,9 +143,7 @@ def run_smoke(venv, model, port=31000, timeout=120.0, log_path=None, extra_args=
         report["timeline"].append(entry)
         return entry
 
-    process = subprocess.Popen(  # pylint: disable=consider-using-with
-        server_command(venv, model, port, extra_args), stdout=log, stderr=subprocess.STDOUT,
-        env=env, start_new_session=True)
+    process = launch(venv, model, port, log, extra_args)
     report["pid"] = process.pid
     mark("launched", pid=process.pid)
     try:

@@ -54,6 +54,7 @@ class CallbackModule(CallbackBase):
             "msg": str(res.get("msg", ""))[:300],
             "elapsed": res.get("elapsed"),
             "main_exit_seconds_ago": (res.get("unit_state") or {}).get("main_exit_seconds_ago"),
+            "status_history": res.get("status_history"),
         }
         with open(self.path, "a") as handle:
             handle.write(json.dumps(record) + "\n")
