@@ -26,7 +26,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
 help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest, build check, molecule"
 	@echo "make demo    - run playbooks/site.yml against the local demo test hosts (inventories/demo)"
-	@echo "make bench   - benchmark wait_for_endpoint against uri+until and a curl loop"
+	@echo "make bench   - benchmark wait_for_endpoint against uri+until and a curl loop (stand-in and real SGLang)"
 	@echo "make molecule S='default preflight' - run some molecule scenarios"
 
 venv:
