@@ -181,6 +181,14 @@ def base_env():
     return env
 
 
+def local_inventory(workdir):
+    """Inventory for the loopback samples: this machine over the local connection, this Python."""
+    inventory = os.path.join(workdir, "local.ini")
+    with open(inventory, "w") as handle:
+        handle.write("[bench]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+    return inventory
+
+
 def wait_started(runs, limit=120):
     """Block until every playbook has reached its wait task (the timelines start only then)."""
     deadline = time.monotonic() + limit
@@ -207,9 +215,7 @@ def wait_all(runs, limit):
 
 def ready_sample(index, ready, warmup, load, workdir):
     """All methods side by side against identical stand-in timelines on 127.0.0.1."""
-    inventory = os.path.join(workdir, "local.ini")
-    with open(inventory, "w") as handle:
-        handle.write("[bench]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+    inventory = local_inventory(workdir)
     env = base_env()
     servers, runs, plans = [], [], []
     for method in METHODS:
@@ -326,9 +332,7 @@ def real_sample(index, venv, model, workdir):
     poll in a playbook (the module /ready and /health, uri /health, the curl loop /v1/models).
     """
     smoke = load_smoke_server()
-    inventory = os.path.join(workdir, "local.ini")
-    with open(inventory, "w") as handle:
-        handle.write("[bench]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n" % sys.executable)
+    inventory = local_inventory(workdir)
     env = base_env()
     port = free_port()
     runs = []
@@ -568,9 +572,9 @@ def markdown(table, samples, crash_ran):
     return "\n".join(lines)
 
 
-def check_targets(table, crash_ran):
+def check_targets(table, ready_ran, crash_ran):
     by = {e["method"]: e for e in table}
-    checks = [
+    checks = [] if not ready_ran else [
         ("median detection on /ready <= 0.5 s", by["module-ready"]["median_latency"] is not None
          and by["module-ready"]["median_latency"] <= 0.5, by["module-ready"]["median_latency"]),
         ("median detection on /health <= 1.5 s", by["module-health"]["median_latency"] is not None
@@ -645,8 +649,8 @@ def main(argv=None):
                 log("  %-14s %-6s at %7s s  latency %7s s  attempts %4s  executions %3s  cpu %5.2f s  %s" % (
                     key, row["outcome"], row["end_after_launch"], row["latency"], row["attempts"], row["executions"],
                     row["cpu"], history_text(row["history"]) if row["history"] else ""))
-    table = summarise(samples, crash) if samples else None
-    checks = check_targets(table, crash is not None) if samples else []
+    table = summarise(samples, crash) if samples or crash else None
+    checks = check_targets(table, bool(samples), crash is not None) if table else []
     real_table = summarise_real(real) if real else None
     if real:
         checks += check_real_targets(real_table, real)
@@ -663,7 +667,7 @@ def main(argv=None):
         args.seed, len(samples), ", ".join("%.1f" % s["ready"] for s in samples),
         "yes" if crash else "no", report["wall_seconds"]))
     print()
-    if samples:
+    if table:
         print(markdown(table, samples, crash is not None))
         print()
     if real:
