@@ -346,8 +346,8 @@ def real_sample(index, venv, model, workdir):
     try:
         wait_all(runs, 900)
     finally:
-        observer.close()
         exit_code = smoke.stop(process)
+        observer.close()  # its log reader ends at the server's end of output, so after stop()
         removed = smoke.remove_leftover_shm(shm_before)
     launched = observer.marks["launched"]
     ready_at = observer.ready_at()

@@ -107,7 +107,8 @@ def server_command(venv, model, port, extra_args=()):
 def launch(venv, model, port, stdout, extra_args=(), text=False):
     """Start the server in its own session (so its whole process group can be killed) and return it.
 
-    ``text=True`` with ``stdout=subprocess.PIPE`` gives a text pipe of its log lines."""
+    ``text=True`` with ``stdout=subprocess.PIPE`` gives a text pipe of its log lines.
+    """
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     env.pop("SGLANG_USE_CPU_ENGINE", None)  # that path needs a CPU sgl-kernel build that PyPI does not have
     return subprocess.Popen(  # pylint: disable=consider-using-with
