@@ -13,7 +13,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 STANDIN_SRC = os.path.join(ROOT, "tests", "standin", "src")
-TREE = os.path.join(tempfile.gettempdir(), "llmserve-pytest-collections-%d" % os.getuid())
+TREE = os.environ["LLMSERVE_PYTEST_TREE"]  # set by the root conftest.py
 MODULE = "ansible_collections.llmserve.sglang.plugins.modules.wait_for_endpoint"
 HANG = "hang"
 
