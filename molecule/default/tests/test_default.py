@@ -117,7 +117,7 @@ def test_report_files_hold_the_expected_values():
     for entry in hosts.values():
         # the fixture is a 2-socket EPYC with two GPUs per socket: the preflight warns about the NUMA span
         assert entry["stages"]["preflight"] == "warn" and entry["stages"]["sglang"] == "serving"
-        assert entry["stages"]["driver"].endswith("loaded with the wanted options")
+        assert entry["stages"]["driver"] == "driver 595.45.04 loaded with the wanted options; DmaRemapPeerMmio: in effect"
         assert entry["gpus"] == "4 x NVIDIA RTX PRO 6000 Blackwell Server Edition (blackwell)"
         assert entry["numa_nodes"] == [0, 1]
         assert set(entry["iommu"]["per_gpu"].values()) == {"DMA-FQ"}
