@@ -20,9 +20,9 @@ in two fresh processes:
 
 The pair is good only when the writer could open the handle and both sides see the second pattern
 everywhere. The IPC handle is a 64-byte structure with zero bytes inside; it is copied by address, as
-raw bytes, in both directions. A pair that hangs longer than --timeout seconds is failed and its processes are killed.
-The driver's "P2P supported" answer (cudaDeviceCanAccessPeer) is reported next to the result but is
-not proof of anything, which is why this test exists.
+raw bytes, in both directions. A pair that hangs longer than --timeout seconds is failed and its
+processes are killed. The driver's "P2P supported" answer (cudaDeviceCanAccessPeer) is reported next
+to the result but is not proof of anything, which is why this test exists.
 
 The CUDA runtime library is the file named by the environment variable LLMSERVE_CUDART when it is set
 and not empty (hosts with an unusual CUDA install, tests with a stand-in runtime); otherwise the one
@@ -175,7 +175,7 @@ def find_cudart(maps_path='/proc/self/maps'):
     for entry in sys.path:
         # CUDA 13 wheels put the runtime in nvidia/cu13/lib, CUDA 12 wheels in nvidia/cuda_runtime/lib.
         for folder in ('cu[0-9]*', 'cuda_runtime'):
-            candidates += sorted(glob.glob(os.path.join(entry, 'nvidia', folder, 'lib', 'libcudart.so*')), reverse=True)
+            candidates += sorted(glob.glob(os.path.join(entry, 'nvidia', folder, 'lib', 'libcudart.so*')))
     found = ctypes.util.find_library('cudart')
     if found:
         candidates.append(found)
@@ -232,7 +232,7 @@ def writer_main(lib_path, bus_id, peer_bus_id, size, conn):
         rt = Cudart(lib_path)
         device = rt.device_by_bus_id(bus_id)
         rt.set_device(device)
-        # Same GPU (the one-GPU IPC test): peer access does not apply, the driver answers 0 for it.
+        # Same GPU (the one-GPU IPC test): peer access is a question between two GPUs, not asked here.
         peer = rt.device_by_bus_id(peer_bus_id)
         can_access = rt.can_access_peer(device, peer) if peer != device else None
         message = conn.recv()

@@ -122,3 +122,27 @@ def test_check_mode_skips_the_p2p_test_unless_asked(tmp_path, tree, standin):
     assert skipped['p2p']['unknown_pairs'] == ['%s->%s' % (A, A)]
     asked = cases['asked']
     assert asked['p2p_ok'] is False and asked['p2p']['tested'] is True and asked['p2p']['ipc_failed'] == [A]
+
+
+@pytest.mark.parametrize('value, accepted', [
+    ('', True),
+    ('/usr/local/cuda-13.0/lib/libcudart.so.13', True),
+    ('libcudart.so.13', False),
+    ('/opt/cuda/lib/libcudart.so\nrm -rf /', False),
+    ('/opt/cuda/lib/libcudart.so\x1b[2J', False),
+])
+def test_validate_checks_the_cudart_path(tmp_path, value, accepted):
+    plays = [{'name': 'validate', 'hosts': 'localhost', 'gather_facts': False, 'tasks': [
+        {'name': 'Validate', 'block': [
+            {'ansible.builtin.include_role': {'name': 'llmserve.sglang.iommu_preflight', 'tasks_from': 'validate'},
+             'vars': {'iommu_preflight_p2p_cudart': value}},
+            {'ansible.builtin.debug': {'msg': MARK + '{"case": "validate", "error": ""}'}}],
+         'rescue': [{'ansible.builtin.debug': {
+             'msg': MARK + "{{ {'case': 'validate', 'error': ansible_failed_result.msg} | to_json }}"}}]}]}]
+    error = run_plays(tmp_path, plays)['validate']['error']
+    if accepted:
+        assert error == ''
+    else:
+        assert error.startswith('iommu_preflight_p2p_cudart must be empty (find the CUDA runtime of '
+                                'iommu_preflight_p2p_python) or the absolute path of a libcudart.so file without '
+                                'control characters; got ')
