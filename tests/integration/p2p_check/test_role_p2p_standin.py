@@ -41,8 +41,8 @@ def play(name, tree, standin, role_vars, standin_env):
         'gather_facts': False,
         'environment': env,
         'tasks': [
-            {'name': 'Forget the last case', 'ansible.builtin.set_fact': {'case_error': '', 'iommu_preflight_p2p': None,
-                                                                           'iommu_preflight_p2p_ok': None}},
+            {'name': 'Forget the last case',
+             'ansible.builtin.set_fact': {'case_error': '', 'iommu_preflight_p2p': None, 'iommu_preflight_p2p_ok': None}},
             {'name': 'Run the role', 'block': [
                 {'ansible.builtin.include_role': {'name': 'llmserve.sglang.iommu_preflight'}, 'vars': role_vars}],
              'rescue': [{'ansible.builtin.set_fact': {'case_error': '{{ ansible_failed_result.msg }}'}}]},
