@@ -318,7 +318,7 @@ status_history:
       type: str
       returned: when there is a reason
   sample:
-    - {status: -1, first_seen: 0.001, last_seen: 30.2, count: 121, reason: "Request failed: <urlopen error [Errno 111] Connection refused>"}
+    - {status: -1, first_seen: 0.001, last_seen: 30.2, count: 121, reason: "Connection failure: timed out"}
     - {status: 503, first_seen: 30.45, last_seen: 40.6, count: 41}
     - {status: 200, first_seen: 40.85, last_seen: 40.85, count: 1}
 json:
@@ -799,8 +799,8 @@ class EndpointWaiter(object):
             except UnitError as exc:
                 self.module.warn(redact_text(to_native(exc), self.secrets))
         if verdict == FAIL:
-            result["msg"] = "check mode probe: %s answered %s: %s" % (self.display_url, describe_status(status),
-                                                                       status_hint(status))
+            result["msg"] = "check mode probe: %s answered %s: %s" % (
+                self.display_url, describe_status(status), status_hint(status))
             result["failed"] = True
         else:
             detail = reason or answer.get("msg") or ""

@@ -69,7 +69,7 @@ def test_huge_error_body_keeps_memory_bounded(raw_server, run_module):
 
     def behaviour(conn, request, stop):
         conn.sendall(_head(503, size, "text/plain"))
-        for _ in range(size // len(block)):
+        for dummy in range(size // len(block)):
             if stop.is_set():
                 return
             conn.sendall(block)

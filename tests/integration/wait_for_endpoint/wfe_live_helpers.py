@@ -202,7 +202,7 @@ class RawServer(object):
     def _accept(self):
         while not self.stop_event.is_set():
             try:
-                conn, _ = self.sock.accept()
+                conn, dummy = self.sock.accept()
             except socket.timeout:
                 continue
             except OSError:
@@ -221,7 +221,7 @@ class RawServer(object):
             lines = head.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
             headers = {}
             for line in lines[1:]:
-                name, _, value = line.partition(":")
+                name, dummy, value = line.partition(":")
                 headers[name.strip().lower()] = value.strip()
             request = {"line": lines[0], "headers": headers, "at": time.monotonic()}
             self.requests.append(request)

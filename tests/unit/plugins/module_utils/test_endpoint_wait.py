@@ -250,7 +250,7 @@ def test_decode_json_body_reasons():
 
 def test_json_depth_counts_without_recursion():
     deep = []
-    for _ in range(50000):
+    for dummy in range(50000):
         deep = [deep]
     assert ew.json_depth(deep, 100) == 101
     assert ew.json_depth({"a": [1, {"b": 2}]}, 100) == 3 and ew.json_depth(5, 100) == 0

@@ -325,11 +325,17 @@ def test_body_read_failure_keeps_status(monkeypatch, clock):
         def read(self, limit=-1):
             raise TimeoutError("timed out")
 
+        read1 = read
+
     def fetch(module, url, **kwargs):
-        return Broken(b""), {"status": 200, "msg": "OK"}
+        return Broken(b'{"a": 1}'), {"status": 200, "msg": "OK"}
 
     out = run_module(monkeypatch, {"url": URL}, fetch)
     assert isinstance(out, ExitJson) and out.result["status"] == 200 and "json" not in out.result
+    pytest.importorskip("jmespath")
+    out = run_module(monkeypatch, {"url": URL, "json_query": "a", "timeout": 1}, fetch)
+    assert isinstance(out, FailJson)
+    assert out.result["status_history"][0]["reason"] == "json_query: reading the body failed: timed out"
 
 
 def test_docs_parse_and_match_argument_spec():
