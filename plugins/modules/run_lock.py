@@ -18,9 +18,8 @@ description:
     a shared request waits while an exclusive holder remains. The same O(owner) may take the lock again: that renews
     its lease (and keeps the stronger mode)."
   - Every holder has a lease of O(lease) seconds. A run renews it (O(state=renewed), or O(state=acquired) again)
-    before each long step with a lease that covers that step. A holder whose lease ran out, or that took the lock
-    before the host last booted, counts as abandoned (a killed controller, a cancelled AWX job) and is taken over
-    with a warning by the next run that asks. O(state=renewed) fails when this run no longer holds the lock, because
+    before each long step with a lease that covers that step. A holder whose lease ran out counts as abandoned
+    (a killed controller, a cancelled AWX job) and is taken over with a warning by the next run that asks. O(state=renewed) fails when this run no longer holds the lock, because
     another run may have changed the host in between.
   - The lock is the directory O(path) with an C(owner.json) record, as in earlier versions of this module, which also
     still understand it. Records written by those versions have no lease; they count as abandoned after
@@ -28,7 +27,7 @@ description:
   - Every change of the lock (taking, renewing, taking over, releasing) is made while holding C(flock) on the file
     C(<path>.guard), which is never removed, so two runs can never both judge a lock abandoned and both take it. A lock
     in the format of earlier versions is taken over by renaming its directory aside and checking that the renamed
-    directory is the one judged abandoned, so a concurrent run of an earlier version never loses a lock it just took.
+    directory is the one judged abandoned (otherwise it is put back: a run of an earlier version took it meanwhile).
   - The lock directory and the guard file must belong to the user the module runs as (or root), and O(path) must not
     be a symbolic link; otherwise the module fails and changes nothing.
   - Lock bookkeeping is not a change to the host's configuration, so the module always reports C(changed=false),
@@ -94,8 +93,8 @@ attributes:
     platforms: posix
     description: Needs a writable lock directory (C(/run/lock) on systemd hosts) and C(flock).
 notes:
-  - A lease is measured on the host's boot-time clock (not the wall clock, which NTP may step), so every holder's
-    lease ends with a reboot.
+  - A lease is measured on the host's boot-time clock, which NTP does not step; a lease taken before the last boot
+    (only possible with O(path) on persistent storage) is judged by the wall clock.
   - Older versions of this module do not take the guard file; run one version of the collection against a host.
 """
 
@@ -387,15 +386,16 @@ def valid_holder(holder):
 
 
 def lease_ended(holder, now):
-    """None while the holder's lease runs, else why it counts as abandoned."""
-    if holder.get("boot_id") and now.boot_id:
-        if holder["boot_id"] != now.boot_id:
-            return "it took the lock before the host last booted"
-        left = number(holder.get("expires_boottime"))
-        if left is not None:
-            left -= now.boot
-            return None if left >= 0 else "its lease of %.0f s ended %s ago" % (holder["lease"], ago(-left))
-    left = holder["expires"] - now.wall
+    """None while the holder's lease runs, else why it counts as abandoned.
+
+    Within one boot the boot-time clock decides (NTP may step the wall clock by hours); a lease taken in an
+    earlier boot (a lock path on persistent storage) can only be judged by the wall clock.
+    """
+    left = number(holder.get("expires_boottime"))
+    if left is not None and holder.get("boot_id") and holder.get("boot_id") == now.boot_id:
+        left -= now.boot
+    else:
+        left = holder["expires"] - now.wall
     return None if left >= 0 else "its lease of %.0f s ended %s ago" % (holder["lease"], ago(-left))
 
 
@@ -593,8 +593,7 @@ def try_acquire(module, path, owner, mode, lease, stale_after, result, first):
             if aside is None or not create(path, record_of(new_mode, [holder])):
                 return "exclusive", []
         for gone in abandoned:
-            module.warn("taking over the lock %s from %s: abandoned, %s"
-                        % (path, describe(gone, now), gone["_abandoned"]))
+            module.warn("taking over the lock %s, abandoned by %s: %s" % (path, describe(gone, now), gone["_abandoned"]))
             result["taken_over_from"].append(dict(owner=gone["owner"], reason=gone["_abandoned"]))
         result.update(mode=new_mode, expires=holder["expires"], taken_over=bool(abandoned))
     if aside:

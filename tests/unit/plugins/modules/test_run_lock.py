@@ -299,15 +299,20 @@ def test_lock_is_taken_again_after_a_reboot(lock, run):
     assert owners(lock) == ["site-run"] and out["expires"] > time.time() + 2300
 
 
-def test_hold_from_an_earlier_boot_is_abandoned(lock, run):
-    """A persistent lock path: a lease taken before the last boot ended with that boot."""
+@pytest.mark.parametrize("expires_in, held", [(3540, True), (-5, False)])
+def test_hold_from_an_earlier_boot_is_judged_by_the_wall_clock(lock, run, expires_in, held):
+    """A persistent lock path: the boot clock of an earlier boot means nothing here, the wall clock decides."""
     now = time.time()
     holder = {"owner": "before-reboot", "controller": "c", "since": now - 60, "renewed": now - 60, "lease": 3600,
-              "expires": now + 3540, "boot_id": "00000000-0000-0000-0000-000000000000", "expires_boottime": 1e9}
+              "expires": now + expires_in, "boot_id": "00000000-0000-0000-0000-000000000000",
+              "expires_boottime": 1e9 if not held else 0.0}
     write_record(lock, {"format": 2, "mode": "exclusive", "owner": "before-reboot", "since": now - 60,
                         "holders": [holder]})
     out = run({"path": lock, "owner": "after", "wait": 0})
-    assert not out.get("failed") and "before the host last booted" in out["taken_over_from"][0]["reason"]
+    if held:
+        assert out["failed"] is True and "before-reboot" in out["msg"]
+    else:
+        assert not out.get("failed") and "lease of 3600 s ended" in out["taken_over_from"][0]["reason"]
 
 
 def test_lease_is_judged_on_the_boot_clock_not_the_wall_clock(lock, run):
