@@ -19,15 +19,17 @@ description:
     its lease (and keeps the stronger mode)."
   - Every holder has a lease of O(lease) seconds. A run renews it (O(state=renewed), or O(state=acquired) again)
     before each long step with a lease that covers that step. A holder whose lease ran out counts as abandoned
-    (a killed controller, a cancelled AWX job) and is taken over with a warning by the next run that asks. O(state=renewed) fails when this run no longer holds the lock, because
-    another run may have changed the host in between.
+    (a killed controller, a cancelled AWX job) and is taken over with a warning by the next run that asks.
+    O(state=renewed) fails when this run no longer holds the lock, because another run may have changed the host
+    in between.
   - The lock is the directory O(path) with an C(owner.json) record, as in earlier versions of this module, which also
     still understand it. Records written by those versions have no lease; they count as abandoned after
     O(stale_after) seconds.
   - Every change of the lock (taking, renewing, taking over, releasing) is made while holding C(flock) on the file
     C(<path>.guard), which is never removed, so two runs can never both judge a lock abandoned and both take it. A lock
     in the format of earlier versions is taken over by renaming its directory aside and checking that the renamed
-    directory is the one judged abandoned (otherwise it is put back: a run of an earlier version took it meanwhile).
+    directory is the one judged abandoned (otherwise a run of an earlier version took it meanwhile, and it is put
+    back).
   - The lock directory and the guard file must belong to the user the module runs as (or root), and O(path) must not
     be a symbolic link; otherwise the module fails and changes nothing.
   - Lock bookkeeping is not a change to the host's configuration, so the module always reports C(changed=false),

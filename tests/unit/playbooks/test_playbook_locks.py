@@ -88,7 +88,7 @@ def lease(task, variables):
 
 
 def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
-    play, _ = play_vars("site.yml", {})
+    play = play_vars("site.yml", {})[0]
     steps = []
     for task in flatten(play["tasks"]):
         if LOCK in task:
@@ -105,7 +105,7 @@ def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
 def test_site_leases_outlast_each_phase(scenario):
     play, variables = play_vars("site.yml", SCENARIOS[scenario])
     margin = float(variables.get("sglang_lock_lease", 300))
-    take, driver, retake, _ = [lease(t, variables) if "lease" in t[LOCK] else None for t in lock_tasks(play)]
+    take, driver, retake = [lease(t, variables) for t in lock_tasks(play)[:3]]
     # preflight: the role's own P2P task timeout for GPUS GPUs
     p2p = 0.0
     if variables["iommu_preflight_p2p_test"]:
@@ -143,7 +143,7 @@ def test_restart_and_rollback_leases_outlast_their_waits(scenario):
 
 @pytest.mark.parametrize("playbook", ["restart.yml", "rollback.yml"])
 def test_changing_playbooks_hold_the_lock_exclusively_and_release_it(playbook):
-    play, _ = play_vars(playbook, {})
+    play = play_vars(playbook, {})[0]
     states = [(t[LOCK].get("state", "acquired"), t[LOCK].get("mode", "exclusive")) for t in lock_tasks(play)]
     assert states == [("acquired", "exclusive"), ("released", "exclusive")]
     block = [t for t in play["tasks"] if "block" in t][0]

@@ -76,7 +76,7 @@ def start(tmp_path):
         procs.append(proc)
 
         def result(timeout=30):
-            out, _ = proc.communicate(timeout=timeout)
+            out = proc.communicate(timeout=timeout)[0]
             return json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
         result.proc = proc
         return result
@@ -188,8 +188,8 @@ def test_eight_processes_contending_for_an_abandoned_lock_one_wins(tmp_path, set
         winners = [c for c in trial["contenders"] if c["ok"]]
         left = trial["lock_left"] or {}
         if len(winners) != 1 or left.get("owner") != winners[0]["owner"]:
-            bad.append("trial %d: winners %s, lock left to %s" % (trial["trial"], [w["owner"] for w in winners],
-                                                                   left.get("owner")))
+            names = [w["owner"] for w in winners]
+            bad.append("trial %d: winners %s, lock left to %s" % (trial["trial"], names, left.get("owner")))
     assert not bad, "%d of %d trials did not grant the lock exactly once:\n%s" % (len(bad), len(trials), "\n".join(bad))
     for trial in trials:
         winner = [c for c in trial["contenders"] if c["ok"]][0]
@@ -224,14 +224,13 @@ def test_dead_run_is_detected_when_its_lease_ends(lock, run):
     """A run that took the lock with a 2 s lease and died: the next run gets it within the lease, not after 4 h."""
     dead = run({"path": lock, "owner": "killed-run", "lease": 2})
     assert not dead.get("failed") and dead["expires"] == pytest.approx(time.time() + 2, abs=1.5)
-    begin = time.monotonic()
     out = run({"path": lock, "owner": "next-run", "wait": 30, "interval": 0.1})
-    waited = time.monotonic() - begin
+    got_it = time.time()
     assert not out.get("failed"), out
     assert out["taken_over"] is True and out["taken_over_from"][0]["owner"] == "killed-run"
     assert "lease of 2 s ended" in out["taken_over_from"][0]["reason"]
     assert any("taking over the lock" in w and "killed-run" in w for w in warnings(out))
-    assert 0.5 < waited < 6, "the waiter must get the lock right after the lease ends (waited %.1f s)" % waited
+    assert dead["expires"] <= got_it < dead["expires"] + 5, "the waiter must get the lock right after the lease ends"
     assert owners(lock) == ["next-run"]
 
 
@@ -363,9 +362,10 @@ def test_shared_waits_for_the_exclusive_holder(lock, run, start):
 
 
 def test_each_shared_holder_has_its_own_lease(lock, run):
-    run({"path": lock, "owner": "audit-dead", "mode": "shared", "lease": 0.5})
+    run({"path": lock, "owner": "audit-dead", "mode": "shared", "lease": 4})
     run({"path": lock, "owner": "audit-alive", "mode": "shared", "lease": 60})
-    time.sleep(1)
+    assert owners(lock) == ["audit-alive", "audit-dead"]
+    time.sleep(4.5)
     refused = run({"path": lock, "owner": "site-1", "wait": 0})
     assert refused["failed"] is True and "audit-alive" in refused["msg"] and "audit-dead" not in refused["msg"]
     joined = run({"path": lock, "owner": "audit-3", "mode": "shared", "wait": 0})
