@@ -81,8 +81,8 @@ def control_problem(text, secret=False):
     found = find_control(text)
     if found is None:
         return None
-    return "contains a control character (%s at offset %d%s)" % (found[0], found[1],
-                                                                   "; value not shown" if secret else "")
+    note = "; value not shown" if secret else ""
+    return "contains a control character (%s at offset %d%s)" % (found[0], found[1], note)
 
 
 def printable(text):
@@ -132,8 +132,9 @@ def unit_value(value, kind, variable):
     if kind not in KINDS:
         raise UnitValueError("%s: unknown unit value kind %r (one of %s)" % (variable, kind, ", ".join(KINDS)))
     if isinstance(value, bool) or value is None or isinstance(value, (dict, list, tuple)):
-        raise UnitValueError("%s: must be a %s, got %s" % (variable, "number" if kind == "integer" else "string",
-                                                          "null" if value is None else type(value).__name__))
+        wanted = "number" if kind == "integer" else "string"
+        got = "null" if value is None else type(value).__name__
+        raise UnitValueError("%s: must be a %s, got %s" % (variable, wanted, got))
     text = str(value)
     secret = kind == "env_file"
     problem = control_problem(text, secret=secret)

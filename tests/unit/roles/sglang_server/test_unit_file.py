@@ -51,6 +51,13 @@ BASE_VARS = {
 }
 
 CASES = {
+    # the role's defaults with a model: what most hosts get
+    "plain": {},
+    # '$', '%', quotes and backslashes in the environment: each must reach the process unchanged
+    "env_specials": {"sglang_server_env": {"DB_PASSWORD": "pa$word", "PCT": "100%", "QUOTE": "a\"b'c\\d", "SEMI": ";"}},
+    # a server with TLS is probed over https
+    "tls": {"sglang_server_host": "0.0.0.0", "sglang_server_ready_path": "/health_generate",
+            "sglang_server_args": {"ssl_certfile": "/etc/sglang/tls.crt", "ssl_keyfile": "/etc/sglang/tls.key"}},
     # values systemd would otherwise expand, split or unescape: each must reach SGLang unchanged
     "hostile_text": {
         "sglang_server_served_model_name": "50% $HOME \"quoted\" back\\slash ;semi",
@@ -73,6 +80,8 @@ CASES = {
     "newline_in_home": {"sglang_server_home": "/var/lib/sglang\nExecStartPre=+/bin/true"},
     "prefix_on_python": {"sglang_server_python": "+/usr/bin/python3"},
     "newline_in_restart_sec": {"sglang_server_restart_sec": "30\nExecStartPre=+/bin/true"},
+    # '@evil/...' after http://127.0.0.1:30000 sends the probe (and the API key) to another host
+    "ready_path_other_host": {"sglang_server_ready_path": "@evil.example/health"},
 }
 FAILING = {
     "nul_in_env": "sglang_server_env.FOO: contains a control character (NUL at offset 1)",
@@ -84,8 +93,10 @@ FAILING = {
     "newline_in_home": "HOME: contains a control character (LF at offset 15)",
     "prefix_on_python": "sglang_server_python: must be an absolute path, got '+/usr/bin/python3'",
     "newline_in_restart_sec": "sglang_server_restart_sec",
+    "ready_path_other_host": "sglang_server_ready_path: must be a plain absolute URL path",
 }
 TEMPLATES = ("sglang.service", "sglang.env", "config.yaml")
+URLS = "{{ {'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url} | to_json }}"
 
 
 def _collections_path():
@@ -98,7 +109,8 @@ def _collections_path():
 def _play(name, overrides, out):
     variables = dict(BASE_VARS, **overrides)
     tasks = [{"ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_server", "tasks_from": "validate",
-                                               "public": True}}]
+                                               "public": True}},
+             {"ansible.builtin.copy": {"content": URLS, "dest": os.path.join(out, name, "urls.json"), "mode": "0600"}}]
     for template in TEMPLATES:
         tasks.append({"ansible.builtin.template": {"src": os.path.join(ROLE, "templates", template + ".j2"),
                                                    "dest": os.path.join(out, name, template), "mode": "0600"}})
@@ -132,7 +144,7 @@ def rendered(tmp_path_factory):
     cases = {}
     for name in CASES:
         files = {}
-        for entry in TEMPLATES + ("rendered.json", "error.txt"):
+        for entry in TEMPLATES + ("rendered.json", "error.txt", "urls.json"):
             path = os.path.join(out, name, entry)
             if os.path.exists(path):
                 with open(path, encoding="utf-8", newline="") as handle:
@@ -161,26 +173,43 @@ def test_hostile_values_reach_sglang_unchanged(rendered):
     assert API_KEY not in unit and HF_TOKEN not in unit
 
 
-def test_environment_values_are_not_doubled(rendered):
+@pytest.mark.parametrize("name", ["env_specials", "hostile_text"])
+def test_environment_values_are_not_doubled(rendered, name):
     """'$' has no meaning in Environment=: pa$word must arrive as pa$word, not pa$$word."""
-    case, data = _ok(rendered, "hostile_text")
+    case, data = _ok(rendered, name)
     env = {}
     for value in sd.values(case["sglang.service"], "Environment"):
         env.update(sd.environment(value))
     assert env == data["env"]
     assert env["DB_PASSWORD"] == "pa$word" and env["PCT"] == "100%" and env["QUOTE"] == "a\"b'c\\d"
     assert env["PYTHONPATH"] == "/etc/sglang/pylib"
+
+
+def test_redaction_hook_learns_where_the_config_file_is(rendered):
+    case = _ok(rendered, "plain")[0]
+    env = {}
+    for value in sd.values(case["sglang.service"], "Environment"):
+        env.update(sd.environment(value))
     assert env["LLMSERVE_REDACT_CONFIG"] == "/etc/sglang/sglang.yaml"
+    assert sd.exec_argv(sd.values(case["sglang.service"], "ExecStart")[0])[-2:] == ["--config", env["LLMSERVE_REDACT_CONFIG"]]
+
+
+def test_probe_urls(rendered):
+    _ok(rendered, "plain")
+    assert json.loads(rendered["plain"]["urls.json"]) == {"base": "http://127.0.0.1:30000",
+                                                          "ready": "http://127.0.0.1:30000/health"}
+    assert json.loads(rendered["tls"]["urls.json"]) == {"base": "https://127.0.0.1:30000",
+                                                        "ready": "https://127.0.0.1:30000/health_generate"}
 
 
 def test_description_escapes_specifiers(rendered):
-    case, _ = _ok(rendered, "hostile_text")
+    case = _ok(rendered, "hostile_text")[0]
     (description,) = sd.values(case["sglang.service"], "Description", section="Unit")
     assert sd.specifiers(description) == "SGLang server 50% $HOME \"quoted\" back\\slash ;semi"
 
 
 def test_secret_files_read_back_literally(rendered):
-    case, _ = _ok(rendered, "hostile_text")
+    case = _ok(rendered, "hostile_text")[0]
     assert sd.env_file(case["sglang.env"]) == {"HF_TOKEN": HF_TOKEN}
     assert yaml.safe_load(case["config.yaml"]) == {"api-key": API_KEY}
 
@@ -208,7 +237,7 @@ def _device_majors(unit, proc_devices):
 
 
 def test_unit_allows_the_gpu_on_driver_580_and_on_older_drivers(rendered):
-    case, _ = _ok(rendered, "hostile_text")
+    case = _ok(rendered, "plain")[0]
     unit = case["sglang.service"]
     assert sd.values(unit, "DevicePolicy") == ["closed"]
     assert _device_majors(unit, PROC_DEVICES_580_OPEN) == {195, 238, 239, 240, 241, 242}
@@ -230,21 +259,19 @@ needs_systemd_analyze = pytest.mark.skipif(shutil.which("systemd-analyze") is No
 
 
 @needs_systemd_analyze
-def test_systemd_analyze_verify_accepts_the_unit(rendered, tmp_path):
-    case, _ = _ok(rendered, "hostile_text")
+@pytest.mark.parametrize("name", ["plain", "env_specials", "hostile_text"])
+def test_systemd_analyze_verify_accepts_the_unit(rendered, tmp_path, name):
+    case = _ok(rendered, name)[0]
     unit = tmp_path / "sglang.service"
     unit.write_text(case["sglang.service"], encoding="utf-8")
     result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False,
                             timeout=120)
-    # the service account does not exist on the test machine; anything else is a real complaint
-    complaints = [line for line in (result.stdout + result.stderr).splitlines()
-                  if line.strip() and "sglang" not in line.split(":")[0] or "Invalid" in line or "ignoring" in line]
-    assert result.returncode == 0 and not complaints, result.stdout + result.stderr
+    assert result.returncode == 0 and not (result.stdout + result.stderr).strip(), result.stdout + result.stderr
 
 
 @needs_systemd_analyze
 def test_exposure_level_at_most_2(rendered, tmp_path):
-    case, _ = _ok(rendered, "hostile_text")
+    case = _ok(rendered, "plain")[0]
     unit = tmp_path / "sglang.service"
     unit.write_text(case["sglang.service"], encoding="utf-8")
     result = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager", str(unit)],
