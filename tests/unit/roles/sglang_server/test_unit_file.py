@@ -5,7 +5,8 @@
 
 One ansible-playbook run (localhost, no connection) renders every case: each case is a play with the case's
 role variables that runs the role's own ``validate`` entry point (the real "Assemble" task and filters) and
-then the role's three templates, inside a block whose rescue records the failure message. The rendered files
+records the probe URLs (``__sglang_server_base_url``, ``__sglang_server_ready_url``) and renders the role's three
+templates, inside a block whose rescue records the failure message. The rendered files
 are then parsed with ``systemd_syntax`` (systemd 252's quoting, escapes, specifiers and $-expansion) and,
 where this machine has it, checked with ``systemd-analyze verify`` and ``systemd-analyze security --offline``.
 """
@@ -96,7 +97,7 @@ FAILING = {
     "ready_path_other_host": "sglang_server_ready_path: must be a plain absolute URL path",
 }
 TEMPLATES = ("sglang.service", "sglang.env", "config.yaml")
-URLS = "{{ {'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url} | to_json }}"
+URLS = "{{ {'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url | default('(undefined)')} | to_json }}"
 
 
 def _collections_path():
