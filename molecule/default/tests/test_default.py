@@ -65,7 +65,7 @@ def test_secrets_absent_from_verbose_ansible_output():
     log = pathlib.Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "ansible-vvv.log"
     text = log.read_text()
     # the log really holds the role's runs (converge, idempotence, the failing side effect) at -vvv
-    assert "llmserve.sglang.sglang_server : Write the --config file" in text
+    assert "llmserve.sglang.sglang_server : Stage the --config file" in text
     assert "PODMAN EXEC" in text and "Rolled back" in text
     assert API_KEY not in text and HF_TOKEN not in text
 

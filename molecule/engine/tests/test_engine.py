@@ -96,7 +96,7 @@ def test_api_key_absent_from_cmdline_unit_and_journal(host):
 def test_api_key_absent_from_verbose_ansible_output():
     log = pathlib.Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "ansible-vvv.log"
     text = log.read_text()
-    assert "llmserve.sglang.sglang_server : Write the --config file" in text
+    assert "llmserve.sglang.sglang_server : Stage the --config file" in text
     assert "PODMAN EXEC" in text and "Rolled back" in text
     assert_key_absent(text, "the -vvv Ansible log")
 
