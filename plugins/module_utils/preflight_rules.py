@@ -466,8 +466,10 @@ def _rule_xid(facts, gpus, selected, fatal):
     for address in addresses:
         mine = [event for event in events if event.get('pci_address') == address]
         gpu = by_address.get(address)
-        who = ('GPU %s' % _gpu_label(gpu)) if gpu else ('PCI device %s (not an NVIDIA GPU in sysfs now)'
-                                                         % (address or 'unknown'))
+        if gpu:
+            who = 'GPU %s' % _gpu_label(gpu)
+        else:
+            who = 'PCI device %s (not an NVIDIA GPU in sysfs now)' % (address or 'unknown')
         bad = [event for event in mine if _is_fatal_xid(event, fatal)]
         other = [event for event in mine if not _is_fatal_xid(event, fatal)]
         if bad:

@@ -29,8 +29,8 @@ def test_devices_become_the_device_table(tmp_path):
                                                          '/dev/nvidia-caps/nvidia-cap1': {'major': 241, 'minor': 1}}})
     root = tmp_path / 'root'
     materialize.build('host', str(root), directory=directory)
-    assert (root / '.gpu_host_facts/device-nodes').read_text() == ('c 241:1 /dev/nvidia-caps/nvidia-cap1\n'
-                                                                  'c 195:0 /dev/nvidia0\n')
+    table = 'c 241:1 /dev/nvidia-caps/nvidia-cap1\nc 195:0 /dev/nvidia0\n'
+    assert (root / '.gpu_host_facts/device-nodes').read_text() == table
     assert not (root / 'dev/nvidia0').exists() and (root / 'dev/nvidia-caps').is_dir()
 
 

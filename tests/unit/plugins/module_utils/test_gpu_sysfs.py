@@ -456,10 +456,11 @@ def test_device_nodes_of_the_h200_fixture(hosts):
 
 
 def test_device_table_is_checked(tmp_path):
-    write(tmp_path, gpu_sysfs.DEVICE_TABLE, 'c 195:0 /dev/nvidia0\nc 1:3 /dev/null\nc 238:0 /dev/sub/nvidia-uvm\n'
-                                           'b 8:0 /dev/nvidia1\nc x:1 /dev/nvidia2\n# c 195:3 /dev/nvidia3\n'
-                                           'c 241:1 /dev/nvidia-caps/nvidia-cap1\nc 241:9 /dev/nvidia-caps/\n'
-                                           'c 195:4 /dev/nvidia4 extra\n')
+    table = ('c 195:0 /dev/nvidia0\nc 1:3 /dev/null\nc 238:0 /dev/sub/nvidia-uvm\n'
+             'b 8:0 /dev/nvidia1\nc x:1 /dev/nvidia2\n# c 195:3 /dev/nvidia3\n'
+             'c 241:1 /dev/nvidia-caps/nvidia-cap1\nc 241:9 /dev/nvidia-caps/\n'
+             'c 195:4 /dev/nvidia4 extra\n')
+    write(tmp_path, gpu_sysfs.DEVICE_TABLE, table)
     assert gpu_sysfs.read_device_nodes(HostRoot(str(tmp_path))) == [
         {'path': '/dev/nvidia-caps/nvidia-cap1', 'major': 241, 'minor': 1},
         {'path': '/dev/nvidia0', 'major': 195, 'minor': 0}]
@@ -508,8 +509,8 @@ def test_real_device_nodes_are_read_from_st_rdev_and_win(tmp_path):
 def test_scan_pci_counts_vendors_and_other_nvidia_functions(hosts, tmp_path):
     scan = gpu_sysfs.scan_pci(host(hosts, 'no_nvidia_gpu'))
     assert scan == {'sysfs': True, 'devices': 11, 'vendors': {'0x1022': 10, '0x15b3': 1}, 'nvidia_functions': []}
-    assert gpu_sysfs.scan_pci(HostRoot(str(tmp_path))) == {'sysfs': False, 'devices': 0, 'vendors': {},
-                                                          'nvidia_functions': []}
+    empty = {'sysfs': False, 'devices': 0, 'vendors': {}, 'nvidia_functions': []}
+    assert gpu_sysfs.scan_pci(HostRoot(str(tmp_path))) == empty
     write(tmp_path, '/sys/devices/pci0000:00/0000:81:00.1/vendor', '0x10de\n')
     write(tmp_path, '/sys/devices/pci0000:00/0000:81:00.1/device', '0x22e8\n')
     write(tmp_path, '/sys/devices/pci0000:00/0000:81:00.1/class', '0x040300\n')
