@@ -13,7 +13,7 @@ DEVENV := source tests/tools/devenv.sh
 HOSTS := source tests/hosts/testhosts.sh
 # Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
 # Longest first: they are dealt out to two parallel lanes (tests/tools/molecule_lanes.sh).
-SCENARIOS ?= engine default driver preflight wait
+SCENARIOS ?= engine default hardening driver preflight wait
 S ?= $(SCENARIOS)
 
 # Every ansible/molecule call sees the checkout as llmserve.sglang and no injected fact vars.

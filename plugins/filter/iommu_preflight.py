@@ -44,16 +44,20 @@ def iommu_preflight_evaluate(gpu_host, gpus=None, require_iommu=False, dma_fault
         raise AnsibleFilterError('iommu_preflight_evaluate: %s' % exc)
 
 
-def p2p_matrix(gpus, topology=None, query=None, functional=None):
+def p2p_matrix(gpus, topology=None, query=None, functional=None, skipped=None):
     """GPU list + recorded tool outputs -> per-pair P2P matrix and decision (see module_utils.p2p)."""
     addresses = []
     for gpu in gpus or []:
         addresses.append(gpu.get('pci_address') if isinstance(gpu, dict) else gpu)
+    if skipped is not None and not isinstance(skipped, str):
+        raise AnsibleFilterError('p2p_matrix: skipped must be a string (why the requested test did not run), got %r'
+                                 % (skipped,))
     try:
         cells = p2p.parse_topo_p2p(topology) if topology else None
         index_map = p2p.parse_query_gpus(query) if query else None
-        results = p2p.parse_p2p_check(functional) if functional else None
-        return p2p.build_matrix(addresses, topology=cells, index_map=index_map, functional=results)
+        results = p2p.parse_p2p_check(functional) if functional and not skipped else None
+        return p2p.build_matrix(addresses, topology=cells, index_map=index_map, functional=results,
+                                skipped=skipped or None)
     except p2p.P2PParseError as exc:
         raise AnsibleFilterError('p2p_matrix: %s' % exc)
 

@@ -63,8 +63,11 @@ def nvidia_driver_param_errors(
 
 
 def nvidia_driver_compare(driver, registry=None, params=None):
-    """Compare wanted options with ``ansible_facts['gpu_host']['nvidia_driver']``."""
-    return compare_with_driver_facts(_plain(driver), _plain(registry), _plain(params))
+    """Compare wanted options with ``ansible_facts['gpu_host']['nvidia_driver']``, key by key."""
+    try:
+        return compare_with_driver_facts(_plain(driver), _plain(registry), _plain(params))
+    except ValueError as exc:
+        raise AnsibleFilterError("nvidia_driver_compare: %s" % exc)
 
 
 class FilterModule(object):

@@ -62,7 +62,8 @@ def build_host_report(host, preflight=None, driver=None, sglang=None):
         report["stages"]["driver"] = NOT_RUN
 
     if sglang:
-        report["stages"]["sglang"] = "serving" if sglang.get("ready") else "not ready"
+        # a failed deployment reports what became of the host (rolled back, stopped, unchanged)
+        report["stages"]["sglang"] = sglang.get("state") or ("serving" if sglang.get("ready") else "not ready")
         report["sglang"] = {
             "version": sglang.get("version"),
             "tp_size": sglang.get("tp_size"),
@@ -74,6 +75,9 @@ def build_host_report(host, preflight=None, driver=None, sglang=None):
             "smoke": sglang.get("smoke"),
             "p2p": sglang.get("p2p"),
         }
+        for key in ("error", "rollback_error"):
+            if sglang.get(key):
+                report["sglang"][key] = sglang[key]
     else:
         report["stages"]["sglang"] = NOT_RUN
     return report
@@ -117,6 +121,10 @@ def host_rows(report):
         ("Time to ready", _fmt(sg.get("time_to_ready")) if sg.get("restarted") else "no restart this run"),
         ("Smoke test", _fmt(sg.get("smoke"))),
     ]
+    if sg.get("error"):
+        rows.append(("Deployment error", _fmt(sg.get("error"))))
+    if sg.get("rollback_error"):
+        rows.append(("Rollback error", _fmt(sg.get("rollback_error"))))
     return rows
 
 

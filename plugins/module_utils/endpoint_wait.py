@@ -9,13 +9,23 @@ Everything here is independent of AnsibleModule so it can be unit-tested with a
 fake clock: the caller hands in a ``probe`` callable (one HTTP request), a clock,
 a sleep function and, optionally, a :class:`UnitWatcher` that reads systemd.
 
+It also holds the module's defences against hostile or broken servers: the per-request
+watchdog (:class:`RequestWatchdog`), the capped body read (:func:`read_capped`), the JSON
+decoding with a nesting limit (:func:`decode_json_body`), the loopback test that keeps
+proxies out (:func:`is_local_host`) and the masking of secrets (:func:`redact`).
+
 Stdlib only; importable on Python 3.9+ managed hosts.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import math
 import re
+import signal
+import socket
+import threading
 import time
 
 REDACTED = "********"
@@ -77,18 +87,28 @@ def classify(status, success_codes, fail_codes):
 
 
 class StatusHistory(object):
-    """Run-length record of the answers: one entry per change of status."""
+    """Run-length record of the answers: one entry per change of status.
+
+    ``reason`` says why the last answer of a run did not count (connection error, redirect,
+    body or JSON problem, json_query result); the key is absent when there is nothing to say.
+    """
 
     def __init__(self):
         self.entries = []
 
-    def record(self, status, at):
+    def record(self, status, at, reason=None):
         at = round(float(at), 3)
         if self.entries and self.entries[-1]["status"] == status:
-            self.entries[-1]["count"] += 1
-            self.entries[-1]["last_seen"] = at
+            entry = self.entries[-1]
+            entry["count"] += 1
+            entry["last_seen"] = at
         else:
-            self.entries.append({"status": status, "first_seen": at, "last_seen": at, "count": 1})
+            entry = {"status": status, "first_seen": at, "last_seen": at, "count": 1}
+            self.entries.append(entry)
+        if reason:
+            entry["reason"] = reason
+        else:
+            entry.pop("reason", None)
 
     def as_list(self):
         return [dict(entry) for entry in self.entries]
@@ -97,76 +117,334 @@ class StatusHistory(object):
         return " -> ".join("%s x%d" % (e["status"], e["count"]) for e in self.entries) or "no request sent"
 
 
-# Secrets in JSON answers.  SGLang's /server_info returns api_key and admin_api_key in
-# clear text; tokens (hf_token, access_token, ...) are redacted as well.  Key names are
-# split into words so counters such as max_total_tokens or tokenizer_path stay readable.
-_SECRET_NAMES = frozenset(("api_key", "admin_api_key", "apikey", "password", "passwd", "secret", "authorization"))
-_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+# Secrets in answers.  SGLang's /server_info returns api_key, admin_api_key, ssl_keyfile_password
+# and its launch_command in clear text.  A key name is secret when, written in snake case
+# (camelCase split, lower case, every run of other characters turned into "_"):
+#   - it contains one of _SECRET_PARTS (password, passwd, passphrase, secret, api_key, apikey,
+#     private_key, privatekey, access_key, accesskey, credential, authorization), or
+#   - its last word is "token" or ends in "token" (hf_token, access_token, hftoken), or
+#   - it is exactly "key".
+# So ssl_keyfile, ssl_certfile, client_key, key_value, tokenizer_path, max_total_tokens,
+# token_capacity and eos_token_id stay readable.
+_SECRET_PARTS = ("password", "passwd", "passphrase", "secret", "api_key", "apikey", "private_key", "privatekey",
+                 "access_key", "accesskey", "credential", "authorization")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+
+
+def _snake(name):
+    return _NON_WORD.sub("_", _CAMEL.sub("_", name).lower()).strip("_")
 
 
 def is_secret_key(name):
-    """True for dictionary keys whose value must never be returned."""
+    """True for dictionary keys (and ``--flag`` names) whose value must never be returned."""
     if not isinstance(name, str):
         return False
-    lowered = _CAMEL.sub("_", name).lower()
-    if lowered in _SECRET_NAMES or lowered.replace("-", "_") in _SECRET_NAMES:
+    snake = _snake(name)
+    if not snake:
+        return False
+    if snake == "key" or any(part in snake for part in _SECRET_PARTS):
         return True
-    words = [w for w in _WORD_SPLIT.split(lowered) if w]
-    if "token" in words:
-        return True
-    # run-together names such as hftoken or accesstoken
-    return lowered.endswith("token")
+    return snake.rsplit("_", 1)[-1].endswith("token")
+
+
+# --name value / --name=value on command lines (SGLang's launch_command).
+# Heads only match names with a secret-looking word in them (is_secret_key decides), so the scan
+# stays in the regex engine for ordinary text.
+_SECRETISH = r"""(?=[\w-]*(?i:pass|secret|key|token|credential|authori))"""
+_FLAG_HEAD = re.compile(r"""(?<![\w-])--""" + _SECRETISH + r"""([A-Za-z0-9][\w-]*)(?:=|[ \t]+)""")
+_FLAG_VALUE = re.compile(r"""(?!--)(?:"[^"]*"|'[^']*'|[^\s"']\S*)""")
+# name=value / name: value / "name": "value" / Authorization: Bearer x in log lines, reprs and URLs.
+# A name can only start where a run of [\w-] starts, so every character is scanned a bounded number
+# of times (a "." in the class would make "a.a.a...:" quadratic).
+_ASSIGNMENT_HEAD = re.compile(r"""(?<![\w-])(["']?)""" + _SECRETISH + r"""([A-Za-z_][\w-]*)\1[ \t]*[=:][ \t]*""")
+_ASSIGNMENT_VALUE = re.compile(
+    r"""(?:(?:Bearer|Basic|Token|Digest)[ \t]+)?(?:"[^"]*"|'[^']*'|[^\s,;&)}\]"']+)""")
+# scheme://userinfo@host
+_USERINFO = re.compile(r"(//)[^/?#\s]*@")
+
+
+def mask_userinfo(text):
+    """``http://user:pass@host/`` -> ``http://********@host/`` wherever a URL appears in ``text``."""
+    if not isinstance(text, str) or "@" not in text:
+        return text
+    return _USERINFO.sub(lambda m: m.group(1) + REDACTED + "@", text)
+
+
+def _mask_values(text, head, value, name_group):
+    """Replace the value after every ``head`` whose name is secret. Only masked values are consumed,
+    so a harmless ``name=`` or ``--flag`` never hides the secret that follows it."""
+    out = []
+    pos = 0
+    while True:
+        match = head.search(text, pos)
+        if match is None:
+            break
+        found = value.match(text, match.end()) if is_secret_key(match.group(name_group)) else None
+        if found is not None and found.end() > match.end():
+            out.append(text[pos:match.end()])
+            out.append(REDACTED)
+            pos = found.end()
+        else:
+            out.append(text[pos:match.end()])
+            pos = match.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _longest_first(secrets):
+    return sorted(set(s for s in secrets if s), key=len, reverse=True)
+
+
+def redact_text(text, secrets=()):
+    """Mask known secret strings, secret ``--flags`` and ``name=value`` pairs, and URL userinfo in ``text``."""
+    return _redact_text(text, _longest_first(secrets))
+
+
+def _redact_text(text, secrets):
+    if not isinstance(text, str):
+        return text
+    for secret in secrets:  # longest first, so a secret that contains another is masked whole
+        text = text.replace(secret, REDACTED)
+    if "--" in text:
+        text = _mask_values(text, _FLAG_HEAD, _FLAG_VALUE, 1)
+    if "=" in text or ":" in text:
+        text = _mask_values(text, _ASSIGNMENT_HEAD, _ASSIGNMENT_VALUE, 2)
+    return mask_userinfo(text)
+
+
+_BARE_FLAG = re.compile(r"^--([A-Za-z0-9][\w-]*)$")
 
 
 def redact(value, secrets=()):
-    """Copy of ``value`` with secret keys masked and known secret strings cut out.
+    """Copy of ``value`` with secret keys masked and secret strings cut out.
 
-    ``secrets`` are literal strings (for example the API key the module sent) that are
-    replaced wherever they appear inside other strings, e.g. in SGLang's launch_command.
+    ``secrets`` are literal strings (the API key the module sent, the password of the URL, the
+    ``secrets`` option) that are replaced wherever they appear inside other strings.  In lists,
+    an element after a bare secret flag (``["--api-key", "sk-1"]``) is masked as well.
+    Recursion is bounded by the caller: JSON is only accepted up to MAX_JSON_DEPTH levels.
     """
-    secrets = [s for s in secrets if s]
+    return _redact(value, _longest_first(secrets))
+
+
+def _redact(value, secrets):
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if is_secret_key(key) and item not in (None, "", [], {}):
                 out[key] = REDACTED
             else:
-                out[key] = redact(item, secrets)
+                out[key] = _redact(item, secrets)
         return out
-    if isinstance(value, list):
-        return [redact(item, secrets) for item in value]
+    if isinstance(value, (list, tuple)):
+        out = []
+        hide_next = False
+        for item in value:
+            if hide_next and isinstance(item, str) and not item.startswith("--"):
+                out.append(REDACTED)
+                hide_next = False
+                continue
+            match = _BARE_FLAG.match(item) if isinstance(item, str) else None
+            hide_next = bool(match and is_secret_key(match.group(1)))
+            out.append(_redact(item, secrets))
+        return out
     if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return _redact_cli_secrets(value)
+        return _redact_text(value, secrets)
     return value
 
 
-_CLI_SECRET = re.compile(r"(--(?:admin-)?api-key(?:=|\s+))(\S+)")
-
-
-def _redact_cli_secrets(text):
-    """Mask ``--api-key X`` / ``--admin-api-key=X`` inside command lines."""
-    return _CLI_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
-
-
-def parse_json_body(body, content_type=None):
-    """Parsed JSON or None.  Bodies that do not parse are simply not JSON."""
-    if body is None:
+def filter_keys(data, keys):
+    """Only the listed top-level keys of a JSON object; None when ``data`` is not an object."""
+    if not isinstance(data, dict):
         return None
+    return dict((key, data[key]) for key in keys if key in data)
+
+
+# --- hostile answers ------------------------------------------------------------------------------
+
+MAX_JSON_DEPTH = 100
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def clean_text(text, limit=300):
+    """Server-controlled text (reason phrases, Location headers) made safe to return: control
+    characters escaped, newlines flattened, length capped."""
+    if text is None:
+        return ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = str(text).replace("\r", " ").replace("\n", " ")
+    text = _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group(0)), text)
+    if len(text) > limit:
+        text = text[:limit] + "...(%d characters cut)" % (len(text) - limit)
+    return text
+
+
+def json_depth(value, limit):
+    """Nesting depth of parsed JSON, counted without recursion; stops counting past ``limit``."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                return deepest
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def decode_json_body(body, content_type=None, max_depth=MAX_JSON_DEPTH):
+    """``(data, problem)``: the parsed JSON, or None and why the body is not usable JSON.
+
+    Never raises: bodies that are not UTF-8, not JSON, nested deeper than ``max_depth`` (or than
+    Python's recursion limit) or otherwise unparseable only give a reason.
+    """
+    if body is None:
+        return None, "the answer has no body"
     if isinstance(body, bytes):
         try:
             body = body.decode("utf-8")
         except UnicodeDecodeError:
-            return None
+            return None, "the answer is not JSON (body is not UTF-8)"
     text = body.strip()
-    if not text or text[0] not in "{[\"" and not (content_type and "json" in content_type.lower()):
-        return None
+    if not text:
+        return None, "the answer is not JSON (empty body)"
+    if text[0] not in "{[\"" and not (content_type and "json" in str(content_type).lower()):
+        return None, "the answer is not JSON"
     try:
-        return json.loads(text)
+        data = json.loads(text)
+    except RecursionError:
+        return None, "the answer is not usable JSON: nested deeper than %d levels" % max_depth
+    except ValueError as exc:
+        return None, "the answer is not valid JSON: %s" % clean_text(exc, 120)
+    except Exception as exc:  # anything else the decoder raises on hostile input: not JSON, never a crash
+        return None, "the answer is not usable JSON: %s" % clean_text(exc, 120)
+    if json_depth(data, max_depth) > max_depth:
+        return None, "the answer is not usable JSON: nested deeper than %d levels" % max_depth
+    return data, None
+
+
+def parse_json_body(body, content_type=None):
+    """Parsed JSON or None.  Bodies that do not parse are simply not JSON."""
+    return decode_json_body(body, content_type)[0]
+
+
+def read_capped(resp, limit, chunk_size=65536):
+    """``(body, complete)``: at most ``limit`` bytes of ``resp``, read in chunks.
+
+    When the body is longer than ``limit`` the read stops after ``limit + 1`` bytes and
+    ``(None, False)`` is returned, so a huge answer costs at most about twice ``limit`` in memory.
+    Slow senders are the watchdog's business (:class:`RequestWatchdog`).
+    """
+    read = getattr(resp, "read1", None) or resp.read
+    chunks = []
+    total = 0
+    while total <= limit:
+        data = read(min(chunk_size, limit + 1 - total))
+        if not data:
+            break
+        chunks.append(data)
+        total += len(data)
+    if total > limit:
+        return None, False
+    return b"".join(chunks), True
+
+
+class RequestDeadline(BaseException):
+    """Raised by :class:`RequestWatchdog` when a request runs past its time.
+
+    A BaseException, so the ``except Exception`` blocks of HTTP libraries cannot swallow it.
+    """
+
+
+class RequestWatchdog(object):
+    """A wall-clock limit for one whole request: connect, TLS handshake, headers and body.
+
+    Socket timeouts restart with every byte, so a server that trickles its answer can keep a
+    request alive for ever.  This arms a one-shot ``ITIMER_REAL`` for the request; SIGALRM
+    interrupts whatever blocking call the HTTP code is in and :class:`RequestDeadline` unwinds it
+    (the HTTP code closes its connection on the way out).  A module runs as its own process in
+    the main thread, where signal handlers can be installed, and nothing else in it uses SIGALRM.
+    Where that is not the case (imported into a thread) the watchdog does nothing and only the
+    socket timeouts apply.  DNS lookups are not interruptible this way.
+    """
+
+    def __init__(self):
+        self.armed = False
+        self.usable = (hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
+                       and threading.current_thread() is threading.main_thread())
+        self.previous = None
+        if self.usable:
+            try:
+                self.previous = signal.signal(signal.SIGALRM, self._fire)
+            except (ValueError, OSError):
+                self.usable = False
+
+    def _fire(self, signum, frame):
+        if self.armed:
+            self.armed = False
+            raise RequestDeadline()
+
+    def run(self, seconds, func, *args, **kwargs):
+        """``func(*args, **kwargs)``, interrupted by RequestDeadline after ``seconds``."""
+        if not self.usable:
+            return func(*args, **kwargs)
+        if not seconds > 0:
+            raise RequestDeadline()
+        self.armed = True
+        signal.setitimer(signal.ITIMER_REAL, float(seconds))
+        try:
+            return func(*args, **kwargs)
+        finally:
+            # the flag first: a signal that arrives after it is ignored
+            self.armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def close(self):
+        if self.usable:
+            self.armed = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous if self.previous is not None else signal.SIG_DFL)
+            self.usable = False
+
+
+# --- proxies --------------------------------------------------------------------------------------
+
+_LEGACY_IPV4 = re.compile(r"^[0-9a-fx.]+$")
+
+
+def is_local_host(host):
+    """True for hosts that must never be reached through a proxy: loopback (127.0.0.0/8, ::1,
+    ``localhost`` and ``*.localhost``), link-local (169.254.0.0/16, fe80::/10) and the unspecified
+    address (0.0.0.0, ::, which connect to this host).  IPv4-mapped IPv6 and the short IPv4 forms
+    that the resolver accepts (``127.1``, ``0x7f000001``) count too."""
+    if not host:
+        return False
+    host = host.strip().strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    host = host.split("%", 1)[0]  # IPv6 zone index
+    try:
+        address = ipaddress.ip_address(host)
     except ValueError:
-        return None
+        if not _LEGACY_IPV4.match(host):
+            return False
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except (OSError, ValueError):
+            return False
+    if address.version == 6 and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback or address.is_link_local or address.is_unspecified
+
+
+def is_finite_positive(value):
+    try:
+        return math.isfinite(value) and value > 0
+    except TypeError:
+        return False
 
 
 class Deadline(object):
@@ -343,8 +621,10 @@ def wait_for_endpoint(probe, timeout, interval, request_timeout, success_codes, 
     """Poll until ready, a fail status, a unit failure, or the deadline.
 
     ``probe(request_timeout)`` performs one request and returns a dict with ``status``
-    (int, -1 for no HTTP answer), optional ``body`` (bytes/str), ``content_type`` and
-    ``msg``.  ``json_check(data)`` returns ``(truthy, detail)``.
+    (int, -1 for no HTTP answer), optional ``body`` (bytes/str), ``content_type``, ``msg``
+    and ``reason`` (why this answer cannot count, e.g. a redirect or a body that was cut).
+    ``json_check(data)`` returns ``(truthy, detail)``; it only sees parsed JSON.
+    ``url`` is only used in messages (pass it with its userinfo masked).
 
     Returns a result dict with ``failed`` set; the module adds ``changed``.
     """
@@ -374,16 +654,12 @@ def wait_for_endpoint(probe, timeout, interval, request_timeout, success_codes, 
         status = int(answer.get("status", NO_CONNECTION))
         result["attempts"] += 1
         result["status"] = status
-        history.record(status, deadline.elapsed())
-        last_msg = answer.get("msg") or ""
-        data = parse_json_body(answer.get("body"), answer.get("content_type"))
+        data, verdict, reason = judge(answer, success_codes, fail_codes, json_check)
         result["json"] = data
-        verdict = classify(status, success_codes, fail_codes)
-        if verdict == READY and json_check is not None:
-            met, detail = json_check(data)
-            if not met:
-                verdict = NOT_YET
-                last_msg = detail
+        if status == NO_CONNECTION and not reason:
+            reason = answer.get("msg") or None
+        history.record(status, deadline.elapsed(), reason)
+        last_msg = reason or answer.get("msg") or ""
         if verdict == READY:
             streak += 1
             if streak >= consecutive:
@@ -413,6 +689,30 @@ def wait_for_endpoint(probe, timeout, interval, request_timeout, success_codes, 
         result["msg"] = "%s [after %.2f s, %d requests: %s]" % (
             failure, result["elapsed"], result["attempts"], history.summary())
     return result
+
+
+def judge(answer, success_codes, fail_codes, json_check=None):
+    """``(data, verdict, reason)`` for one answer: its parsed JSON (or None), READY/FAIL/NOT_YET,
+    and why it did not count (None when it did, or when the status alone says so)."""
+    status = int(answer.get("status", NO_CONNECTION))
+    reason = answer.get("reason") or None
+    problem = answer.get("body_problem")
+    if problem:
+        # the body was cut (too large, or the request ran out of time): say so even on a 503
+        data = None
+        reason = reason or problem
+    else:
+        data, problem = decode_json_body(answer.get("body"), answer.get("content_type"))
+    verdict = classify(status, success_codes, fail_codes)
+    if verdict == READY and json_check is not None:
+        if data is None:
+            met, detail = False, "json_query: %s" % problem
+        else:
+            met, detail = json_check(data)
+        if not met:
+            verdict = NOT_YET
+            reason = detail
+    return data, verdict, (reason if verdict != READY else None)
 
 
 def _fmt_seconds(value):

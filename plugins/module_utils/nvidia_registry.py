@@ -62,6 +62,9 @@ __all__ = [
     "coerce_u32",
     "compare_with_loaded",
     "compare_with_driver_facts",
+    "STATE_IN_EFFECT",
+    "STATE_DRIVER_DEFAULT",
+    "STATE_FROM_REGISTRY",
     "render_modprobe_options",
 ]
 
@@ -410,6 +413,31 @@ def render_registry_dwords(mapping):
     return ";".join(pairs)
 
 
+# ---------------------------------------------------------------------------------------------
+# Verification against the loaded driver
+# ---------------------------------------------------------------------------------------------
+#
+# What decides whether a wanted option is in effect:
+#
+# * /proc/driver/nvidia/params prints every option of the driver's static table with its live
+#   value (a static key set through RegistryDwords shows the overridden number).  For such a key
+#   the live number decides, whether or not the loaded RegistryDwords string names it: a wanted
+#   value that equals the driver's default is in effect without any option.
+# * Keys the driver does not print (RM registry keys such as RMForceStaticBar1) can only be
+#   judged by the loaded RegistryDwords string: set there with the wanted value, or pending.
+# * Standalone NVreg_ options are judged by their printed value; the ones the driver does not
+#   print are unverifiable.
+# * A key in the loaded RegistryDwords that is no longer wanted is "pending removal": the next
+#   load drops it and the driver falls back to a default this code cannot know (defaults differ
+#   between driver releases), so the running driver is not what the options file gives.
+#
+# Key names are compared exactly, as the driver does (strcmp).
+
+STATE_IN_EFFECT = "in effect"
+STATE_DRIVER_DEFAULT = "in effect (driver default)"
+STATE_FROM_REGISTRY = "in effect (the loaded driver has it from RegistryDwords)"
+
+
 def _loaded_number(value):
     """Turn a value read from /proc (int or decimal string) into an int, else None."""
     if isinstance(value, bool):
@@ -421,56 +449,116 @@ def _loaded_number(value):
     return None
 
 
-def compare_with_loaded(registry, params, loaded_params, loaded_registry=None):
-    """Compare desired options with what the loaded driver reports.
+def _printed_number(loaded_params, key):
+    """The live value /proc/driver/nvidia/params prints for ``key`` as a number, else None."""
+    if key not in loaded_params:
+        return None
+    return _loaded_number(loaded_params[key])
 
-    ``registry`` and ``params`` are the desired (validated) mappings.  ``loaded_params`` is the
-    dict parsed from ``/proc/driver/nvidia/params`` (numbers as int or decimal strings, string
-    options as str); ``loaded_registry`` the dict parsed from its ``RegistryDwords`` line (when
-    None it is parsed from ``loaded_params['RegistryDwords']``).
+
+def _case_hint(key, loaded_params):
+    """Explain a key that is not printed but differs only in case from one that is."""
+    for other in sorted(k for k in loaded_params if isinstance(k, str)):
+        if other != key and other.lower() == key.lower():
+            return (
+                " (the driver matches key names case-sensitively, so %s is not its option %s)" % (key, other)
+            )
+    return ""
+
+
+def _pending_state(have, want):
+    return "pending: loaded %d, wanted %d" % (have, want)
+
+
+def compare_with_loaded(registry, params, loaded_params, loaded_registry=None):
+    """Compare wanted options with what the loaded driver reports, key by key, by effective value.
+
+    ``registry`` and ``params`` are the wanted mappings (validated here; ``ValueError`` lists the
+    problems).  ``loaded_params`` is the dict parsed from ``/proc/driver/nvidia/params`` (numbers
+    as int or decimal strings, string options as str); ``loaded_registry`` the dict parsed from its
+    ``RegistryDwords`` line (when None it is parsed from ``loaded_params['RegistryDwords']``).
 
     Returns a dict:
 
-    * ``pending``: sorted list of keys whose loaded value differs from the desired one; registry
-      keys as written (``DmaRemapPeerMmio``), standalone options by option name
-      (``NVreg_EnableStreamMemOPs``), and ``RegistryDwords`` itself when the loaded string holds
-      keys that are no longer wanted;
-    * ``unverifiable``: standalone options the driver does not print in ``/proc`` (their value
-      cannot be checked);
-    * ``loaded``: ``{key: loaded value or None}`` for every desired key.
+    * ``states``: ``{key: state}`` for every wanted registry key, every wanted standalone option
+      (by option name) and every key of the loaded ``RegistryDwords`` that is no longer wanted.
+      The states are ``in effect``, ``in effect (driver default)``, ``in effect (the loaded driver
+      has it from RegistryDwords)``, ``pending: loaded L, wanted W``, ``pending: not set in the
+      loaded RegistryDwords, wanted W``, ``pending removal: ...`` and ``unverifiable: ...``;
+    * ``pending``: sorted keys whose state starts with ``pending`` (effective differences only);
+    * ``unverifiable``: sorted standalone options the driver does not print;
+    * ``loaded``: ``{key: loaded value or None}`` for every key in ``states``.
     """
     registry = registry or {}
     params = params or {}
+    errors = validate_registry_dwords(registry, "registry dwords") + validate_module_params(
+        params, "module params", registry=registry, registry_var="registry dwords"
+    )
+    if errors:
+        raise ValueError("; ".join(errors))
     loaded_params = loaded_params or {}
     if loaded_registry is None:
         loaded_registry = parse_registry_dwords(loaded_params.get("RegistryDwords") or "")
-    pending = set()
-    unverifiable = []
+    loaded_registry = loaded_registry or {}
+    states = {}
     loaded = {}
-    for key in registry:
+
+    for key in sorted(registry):
         want = coerce_u32(registry[key], U32_MAX)[0]
-        have = loaded_registry.get(key)
+        live = _printed_number(loaded_params, key)
+        if live is not None:
+            loaded[key] = live
+            if live != want:
+                states[key] = _pending_state(live, want)
+            elif key in loaded_registry:
+                states[key] = STATE_IN_EFFECT
+            else:
+                states[key] = STATE_DRIVER_DEFAULT
+            continue
+        have = _loaded_number(loaded_registry.get(key))
         loaded[key] = have
-        if have != want:
-            pending.add(key)
-        if key in loaded_params and _loaded_number(loaded_params[key]) != want:
-            # a static option: the live value is what counts
-            loaded[key] = _loaded_number(loaded_params[key])
-            pending.add(key)
-    for name in params:
+        if have is None:
+            states[key] = "pending: not set in the loaded RegistryDwords, wanted %d%s" % (
+                want, _case_hint(key, loaded_params)
+            )
+        elif have != want:
+            states[key] = _pending_state(have, want)
+        else:
+            states[key] = STATE_IN_EFFECT
+
+    # Loaded RegistryDwords keys whose printed value a wanted standalone option now decides.
+    taken_over = set()
+    unverifiable = []
+    for name in sorted(params):
         want = coerce_u32(params[name], INT_MAX)[0]
         regkey = registry_key_for_param(name)
-        if regkey not in loaded_params:
+        live = _printed_number(loaded_params, regkey)
+        loaded[name] = live
+        if live is None:
             unverifiable.append(name)
-            loaded[name] = None
+            states[name] = "unverifiable: the driver does not print %s%s" % (regkey, _case_hint(regkey, loaded_params))
             continue
-        have = _loaded_number(loaded_params[regkey])
-        loaded[name] = have
-        if have != want:
-            pending.add(name)
-    if set(loaded_registry) - set(registry):
-        pending.add("RegistryDwords")
-    return {"pending": sorted(pending), "unverifiable": sorted(unverifiable), "loaded": loaded}
+        taken_over.add(regkey)
+        if live != want:
+            states[name] = _pending_state(live, want)
+        elif regkey in loaded_registry:
+            states[name] = STATE_FROM_REGISTRY
+        else:
+            states[name] = STATE_IN_EFFECT
+
+    for key in sorted(loaded_registry, key=str):
+        if key in registry or key in taken_over:
+            continue
+        label = key if key not in states else "RegistryDwords[%s]" % key
+        value = loaded_registry[key]
+        loaded[label] = value
+        states[label] = (
+            "pending removal: the loaded RegistryDwords sets %s=%s, which is no longer wanted "
+            "(the next load uses the driver's default)" % (key, value)
+        )
+
+    pending = sorted(key for key, state in states.items() if state.startswith("pending"))
+    return {"pending": pending, "unverifiable": unverifiable, "loaded": loaded, "states": states}
 
 
 def render_modprobe_options(registry, params, module="nvidia"):
@@ -497,36 +585,46 @@ def render_modprobe_options(registry, params, module="nvidia"):
 
 
 def compare_with_driver_facts(driver, registry, params):
-    """Compare desired options with the ``nvidia_driver`` part of ``gpu_host_facts``.
+    """Compare wanted options with the ``nvidia_driver`` part of ``gpu_host_facts``.
 
     ``driver`` is ``{loaded, version, params, registry_dwords}`` (or None).  Returns the dict of
     :func:`compare_with_loaded` plus ``loaded`` (bool, renamed ``loaded_values`` for the values),
-    ``version`` and ``status`` (a short human-readable sentence).  When the driver is not loaded
-    nothing is pending: the next load reads the new file.
+    ``version``, ``reboot_required`` (true when anything is pending) and ``status``: one line that starts with the overall verdict and then gives every
+    key's state (``driver 580.159.04 loaded with the wanted options; DmaRemapPeerMmio: in effect
+    (driver default)``).  When the driver is not loaded nothing is pending: the next load reads the
+    new file.  Raises ``ValueError`` when the wanted mappings are invalid.
     """
     driver = driver or {}
     if not driver.get("loaded"):
+        # still refuse invalid input, as for a loaded driver
+        compare_with_loaded(registry, params, {}, {})
         return {
             "loaded": False,
             "version": driver.get("version"),
             "pending": [],
+            "reboot_required": False,
             "unverifiable": [],
             "loaded_values": {},
+            "states": {},
             "status": "driver not loaded: the options apply when nvidia.ko is next loaded",
         }
     result = compare_with_loaded(registry, params, driver.get("params") or {}, driver.get("registry_dwords"))
+    verdict = "driver %s loaded" % (driver.get("version") or "(unknown version)")
     if result["pending"]:
-        status = "driver %s loaded; differs from the wanted options for: %s" % (
-            driver.get("version") or "(unknown version)",
-            ", ".join(result["pending"]),
-        )
+        verdict += " with options that differ from the wanted ones"
+    elif result["unverifiable"]:
+        verdict += "; nothing pending, but it does not print every wanted option"
     else:
-        status = "driver %s loaded with the wanted options" % (driver.get("version") or "(unknown version)")
+        verdict += " with the wanted options"
+    status = "; ".join([verdict] + ["%s: %s" % (key, state) for key, state in result["states"].items()])
     return {
         "loaded": True,
         "version": driver.get("version"),
         "pending": result["pending"],
+        # only an effective difference needs the module reloaded (or the host rebooted)
+        "reboot_required": bool(result["pending"]),
         "unverifiable": result["unverifiable"],
         "loaded_values": result["loaded"],
+        "states": result["states"],
         "status": status,
     }

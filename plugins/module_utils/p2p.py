@@ -13,7 +13,8 @@ Inputs, all optional:
   addresses (a GPU that failed to initialise is missing from nvidia-smi, so its numbering cannot be
   derived from sysfs);
 * the JSON printed by the role's ``p2p_check.py``: a *functional* write-and-read-back result for every
-  ordered pair of GPUs.
+  ordered pair of GPUs; with a single GPU, the pair GPU->GPU (kind ``ipc``): the same write and read-back
+  between two processes on that one GPU through CUDA IPC, which SGLang's processes rely on.
 
 A pair is good when the functional test passed; without a functional result the driver's ``OK`` is
 taken as a (weaker) hint, and with neither the pair is unknown.  ``OK`` in the capability matrix is not
@@ -116,8 +117,9 @@ def _last_json_object(text):
 def parse_p2p_check(data):
     """Validate the output of ``p2p_check.py`` (a JSON text or an already decoded dict).
 
-    Returns ``{(src, dst): {'ok': bool, 'detail': str, 'can_access_peer': bool|None}}`` keyed by PCI
-    addresses.  Raises :class:`P2PParseError` on anything that is not such a result.
+    Returns ``{(src, dst): {'ok': bool, 'detail': str, 'can_access_peer': bool|None, 'kind': 'p2p'|'ipc'}}``
+    keyed by PCI addresses (``src == dst`` for the one-GPU IPC test).  Raises :class:`P2PParseError` on
+    anything that is not such a result.
     """
     if isinstance(data, bytes):
         data = data.decode('utf-8', 'replace')
@@ -138,40 +140,53 @@ def parse_p2p_check(data):
         if src is None or dst is None or not isinstance(entry.get('ok'), bool):
             raise P2PParseError('a P2P pair entry needs "src", "dst" (PCI addresses) and "ok" (boolean): %r'
                                 % (entry,))
+        kind = 'ipc' if src == dst else 'p2p'
+        if entry.get('kind', kind) != kind:
+            raise P2PParseError('a P2P pair entry with %s has "kind" %r, expected %r: %r'
+                                % ('src == dst' if src == dst else 'src != dst', entry.get('kind'), kind, entry))
         peer = entry.get('can_access_peer')
         results[(src, dst)] = {
             'ok': entry['ok'],
             'detail': str(entry.get('detail') or ''),
             'can_access_peer': peer if isinstance(peer, bool) else None,
+            'kind': kind,
         }
     return results
 
 
 def _largest_group(addresses, good):
-    """Largest set of GPUs whose every ordered pair is good (ties: first in PCI order)."""
+    """Largest set of GPUs whose every ordered pair is good and none of which failed the IPC test (ties: first
+    in PCI order)."""
     if len(addresses) > _MAX_GROUP_SEARCH:
         return None
-    for size in range(len(addresses), 0, -1):
-        for combo in itertools.combinations(addresses, size):
+    usable = [address for address in addresses if good.get((address, address)) is not False]
+    for size in range(len(usable), 0, -1):
+        for combo in itertools.combinations(usable, size):
             if all(good.get((a, b)) is True for a in combo for b in combo if a != b):
                 return list(combo)
     return []
 
 
-def build_matrix(gpus, topology=None, index_map=None, functional=None):
+def build_matrix(gpus, topology=None, index_map=None, functional=None, skipped=None):
     """Decide P2P per ordered pair of ``gpus`` (a list of PCI addresses).
 
     ``topology`` is :func:`parse_topo_p2p` output, ``index_map`` :func:`parse_query_gpus` output (needed
     to place topology cells; without it the topology is ignored), ``functional`` :func:`parse_p2p_check`
-    output.  Returns a dict:
+    output.  ``skipped`` is the reason why a requested functional test did not run (check mode): every pair
+    is then unknown (not passed), also the IPC pair of a single GPU.  Returns a dict:
 
     * ``gpus``: the normalised addresses;
     * ``tested``: whether a functional result was given; ``topology_read``: whether a topology was used;
-    * ``pairs``: ``{"src->dst": {src, dst, topology, functional, ok, detail}}``;
+      ``skipped``: the reason given, or ``None``;
+    * ``pairs``: ``{"src->dst": {src, dst, kind, topology, functional, ok, detail}}``; ``kind`` is ``p2p``
+      for two GPUs and ``ipc`` for ``src == dst``, the two-process CUDA IPC test of a single GPU (present
+      when a functional result has it, or with one GPU when the test ran or was skipped);
     * ``bad_pairs`` / ``unknown_pairs``: keys of pairs that failed / could not be decided;
-    * ``ok``: ``True`` when every pair is good (also when there are fewer than two GPUs), ``False`` when
-      any pair is bad, ``None`` when some pair is unknown and none is bad;
-    * ``largest_p2p_group``: the largest set of GPUs in which every pair is good (``None`` above 12 GPUs).
+    * ``ipc_failed``: GPUs whose two-process IPC test failed;
+    * ``ok``: ``True`` when every pair is good (also with one GPU and no IPC test asked for, or no GPU),
+      ``False`` when any pair is bad, ``None`` when some pair is unknown and none is bad;
+    * ``largest_p2p_group``: the largest set of GPUs in which every pair is good and no GPU failed its IPC
+      test (``None`` above 12 GPUs).
     """
     addresses = []
     for gpu in gpus:
@@ -183,27 +198,34 @@ def build_matrix(gpus, topology=None, index_map=None, functional=None):
     index_of = {}
     if topology is not None and index_map:
         index_of = dict((address, index) for index, address in index_map.items())
-    tested = functional is not None
-    functional = functional or {}
+    tested = functional is not None and not skipped
+    functional = (functional or {}) if not skipped else {}
+    single_ipc = len(addresses) == 1 and (tested or bool(skipped))
     pairs = {}
     bad = []
     unknown = []
+    ipc_failed = []
     good = {}
     for src in addresses:
         for dst in addresses:
-            if src == dst:
+            if src == dst and not (single_ipc or (src, dst) in functional):
                 continue
             status = None
-            if src in index_of and dst in index_of:
+            if src != dst and src in index_of and dst in index_of:
                 status = topology.get((index_of[src], index_of[dst]))
             result = functional.get((src, dst))
             details = []
             if result is not None:
                 ok = result['ok']
+                if not ok and src == dst:
+                    details.append('CUDA IPC between two processes on this GPU failed')
                 if result['detail']:
                     details.append(result['detail'])
                 if not ok and status == 'OK':
                     details.append('the driver reports P2P as supported, but the write/read-back test failed')
+            elif skipped:
+                ok = None
+                details.append('not tested: %s' % skipped)
             elif status is not None:
                 ok = status == 'OK'
                 details.append('driver capability only: %s' % TOPOLOGY_STATUS.get(status, status))
@@ -214,6 +236,7 @@ def build_matrix(gpus, topology=None, index_map=None, functional=None):
             pairs[key] = {
                 'src': src,
                 'dst': dst,
+                'kind': 'ipc' if src == dst else 'p2p',
                 'topology': status,
                 'functional': result['ok'] if result is not None else None,
                 'ok': ok,
@@ -222,6 +245,8 @@ def build_matrix(gpus, topology=None, index_map=None, functional=None):
             good[(src, dst)] = ok
             if ok is False:
                 bad.append(key)
+                if src == dst:
+                    ipc_failed.append(src)
             elif ok is None:
                 unknown.append(key)
     if bad:
@@ -234,9 +259,11 @@ def build_matrix(gpus, topology=None, index_map=None, functional=None):
         'gpus': addresses,
         'tested': tested,
         'topology_read': bool(index_of),
+        'skipped': skipped or None,
         'pairs': pairs,
         'bad_pairs': bad,
         'unknown_pairs': unknown,
+        'ipc_failed': ipc_failed,
         'ok': overall,
         'largest_p2p_group': _largest_group(addresses, good),
     }

@@ -15,10 +15,17 @@ description:
   - Polls an HTTP(S) endpoint from the managed host, inside one module run, until it answers one of O(status_code).
   - Meant for model servers such as SGLang, whose port stays closed while weights load and which answers
     C(503) on C(/health) and C(/ready) until its warm-up generation succeeded.
-  - The wait has a strict total deadline (O(timeout)) measured on a monotonic clock. The timeout of every single
-    request is capped by the time that is left, so the module returns within O(timeout) plus about one second.
+  - The wait has a strict total deadline (O(timeout)) measured on a monotonic clock. Every request, from connect to
+    the last byte of the body, has one wall-clock limit (O(request_timeout), capped by the time that is left), which
+    a server cannot stretch by sending slowly, so the module returns within O(timeout) plus about one second.
   - A refused or reset connection, a DNS or TLS error and a request timeout are reported as status V(-1) and,
     like every status that is neither in O(status_code) nor in O(fail_status_code), mean "not yet", so polling goes on.
+  - Redirects are never followed. A C(3xx) answer means "not yet" (unless it is listed in O(status_code)) and its
+    target appears in RV(status_history) and RV(msg), so the API key and the readiness verdict never move to
+    another origin.
+  - Bodies are read up to O(max_body_bytes). A larger body, one that does not arrive in time, one that is not
+    JSON or JSON nested deeper than 100 levels is not returned; with O(json_query) such an answer means "not yet",
+    with the reason in RV(status_history).
   - A status from O(fail_status_code) ends the wait at once with a hint in RV(msg) (401/403 point at the API key,
     404/405 at the path or method).
   - With O(unit), the systemd unit is read between polls; if the invocation that was running when the wait began is
@@ -26,7 +33,11 @@ description:
     the journal lines of that invocation only.
   - The module never changes anything; it always reports C(changed=false).
   - HTTP goes through C(ansible.module_utils.urls), so proxies, client certificates and CA bundles work as in
-    M(ansible.builtin.uri).
+    M(ansible.builtin.uri). Loopback and link-local hosts are never reached through a proxy (see O(use_proxy)).
+  - Secrets are masked as C(********) in everything the module returns (RV(msg), RV(status_history), RV(json),
+    RV(journal)), namely the values of O(api_key) and O(secrets), the password of O(url), values of request headers
+    whose names look secret, values under secret-looking keys and after secret-looking command-line flags, and
+    the userinfo of any URL. See RV(json) for the rule.
 author: llmserve developers (@llmserve)
 requirements:
   - C(jmespath) on the managed host, only when O(json_query) is used.
@@ -77,8 +88,19 @@ options:
     description:
       - Bearer token, sent in the C(Authorization) header as C(Bearer <api_key>). It replaces an C(Authorization) header from O(headers).
       - SGLang protects every endpoint except C(/health*), C(/ready) and C(/metrics) with C(--api-key).
-      - The value is never logged, and it is masked in the returned RV(json).
+      - The value is never logged, and it is masked wherever it appears in what the module returns.
+      - It is only sent to the origin of O(url) (redirects are not followed) and never to a proxy for a loopback or
+        link-local host.
     type: str
+  secrets:
+    description:
+      - Further secret strings (for example an admin key or a token that the server may echo) that are masked as
+        C(********) wherever they appear in what the module returns, like O(api_key). Nothing is sent.
+      - Masking literal strings also masks them where they happen to occur in other text, so very short values
+        make the output hard to read.
+    type: list
+    elements: str
+    default: []
   validate_certs:
     description:
       - Whether to verify the server certificate of an HTTPS O(url).
@@ -99,6 +121,9 @@ options:
   use_proxy:
     description:
       - Whether proxy environment variables (C(http_proxy), C(https_proxy), C(no_proxy)) are honoured.
+      - Loopback and link-local hosts (V(localhost), names ending in V(.localhost), C(127.0.0.0/8), C(::1),
+        C(169.254.0.0/16), C(fe80::/10), C(0.0.0.0), C(::)) are always reached directly, whatever the environment
+        says, so a poll of the local server and its API key cannot go to a proxy.
     type: bool
     default: true
   status_code:
@@ -117,6 +142,7 @@ options:
   timeout:
     description:
       - Total time budget in seconds for the whole wait, measured on a monotonic clock.
+      - Like O(interval) and O(request_timeout), a finite number greater than 0 and at most 604800 (one week).
     type: float
     default: 600
   interval:
@@ -127,10 +153,19 @@ options:
     default: 0.25
   request_timeout:
     description:
-      - Timeout in seconds of a single request (connect and each read), capped by the time left before O(timeout).
+      - Time limit in seconds of a single request as a whole (connect, TLS handshake, status line, headers and body),
+        capped by the time left before O(timeout). A server that trickles its answer is cut off after this time.
+      - The limit is enforced with a C(SIGALRM) timer in the module process; a DNS lookup cannot be interrupted.
       - SGLang's C(/health) runs a one-token generation and can take up to 20 seconds under load.
     type: float
     default: 30
+  max_body_bytes:
+    description:
+      - Largest response body, in bytes, that is read, for success and error answers alike. A longer body is not
+        read further and not returned, so a huge answer cannot exhaust the memory of the managed host.
+      - With O(json_query), an answer whose body is too large does not count as success.
+    type: int
+    default: 1048576
   consecutive:
     description:
       - Number of successful answers in a row that are needed before the endpoint counts as ready.
@@ -142,8 +177,18 @@ options:
         The answer only counts as success when the result is truthy (not null, false, empty or zero).
       - For example V(data[?id=='qwen3'] | length(@\) > `0`) on C(/v1/models), or
         V(speculative_algorithm == 'EAGLE') on C(/server_info).
+      - It sees the whole JSON body, before O(json_keys) and masking.
       - Needs the C(jmespath) Python library on the managed host.
     type: str
+  json_keys:
+    description:
+      - Return only these top-level keys of a JSON object body in RV(json) (keys that are missing are left out).
+        When the body is not a JSON object, RV(json) is not returned.
+      - Use it to register only what later tasks need, for example V([speculative_algorithm, version]) from
+        SGLang's C(/server_info), which otherwise returns the full server configuration.
+      - Not set (the default) returns the whole body.
+    type: list
+    elements: str
   unit:
     description:
       - Name of the systemd unit that runs the server. Between polls the module reads
@@ -167,8 +212,10 @@ options:
 notes:
   - Unlike M(ansible.builtin.uri) with C(until)/C(retries), the module is transferred and started once per wait, has
     a total deadline and can run in check mode.
-  - A DNS lookup is not covered by the request timeout of the Python standard library; a stuck resolver can delay
-    the return beyond O(timeout).
+  - A DNS lookup is not covered by the request timeout; a stuck resolver can delay the return beyond O(timeout).
+  - Prefer O(api_key) or O(headers) to credentials in O(url). A password in O(url) is masked in what the module
+    returns, but Ansible logs the module's arguments on the managed host (syslog or journal) before the module runs,
+    unless the task has C(no_log).
 seealso:
   - module: ansible.builtin.uri
   - module: ansible.builtin.wait_for
@@ -196,11 +243,14 @@ EXAMPLES = r"""
     json_query: "data[?id=='qwen3.5-122b-a10b'] | length(@) > `0`"
     timeout: 60
 
-- name: Check that MTP speculative decoding is active
+- name: Check that MTP speculative decoding is active, and keep only two fields of /server_info
   llmserve.sglang.wait_for_endpoint:
     url: http://127.0.0.1:30000/server_info
     api_key: "{{ sglang_api_key }}"
+    secrets:
+      - "{{ sglang_admin_api_key }}"
     json_query: "speculative_algorithm == 'EAGLE'"
+    json_keys: [speculative_algorithm, version]
     timeout: 30
 
 - name: Send a short generation and require three good answers in a row
@@ -259,17 +309,32 @@ status_history:
     count:
       description: How many answers in a row had this status.
       type: int
+    reason:
+      description:
+        - Why the last answer of this run did not count, when there is more to say than its status.
+        - "For example C(Connection failure: timed out), C(redirect to http://127.0.0.1:8080/login, not followed),
+          C(the body is larger than max_body_bytes, 1048576 bytes; it was not read) or
+          C(json_query: the answer is not usable JSON: nested deeper than 100 levels)."
+      type: str
+      returned: when there is a reason
   sample:
-    - {status: -1, first_seen: 0.001, last_seen: 30.2, count: 121}
+    - {status: -1, first_seen: 0.001, last_seen: 30.2, count: 121, reason: "Connection failure: timed out"}
     - {status: 503, first_seen: 30.45, last_seen: 40.6, count: 41}
     - {status: 200, first_seen: 40.85, last_seen: 40.85, count: 1}
 json:
   description:
-    - Parsed body of the last answer when it was JSON.
-    - Values of keys such as C(api_key), C(admin_api_key), C(password), C(secret) and any key with the word
-      C(token) in it (C(hf_token), C(access_token); not C(max_total_tokens)) are replaced by C(********),
-      as are C(--api-key) values inside strings, because SGLang's C(/server_info) shows them in clear text.
-  returned: when the last answer had a JSON body
+    - Parsed body of the last answer when it was JSON (at most O(max_body_bytes), nested at most 100 levels),
+      reduced to O(json_keys) when that is set.
+    - Secrets are replaced by C(********), because SGLang's C(/server_info) shows them in clear text. A key is
+      secret when its name, in snake case (camelCase split, lower case, other characters as C(_)), contains
+      C(password), C(passwd), C(passphrase), C(secret), C(api_key), C(apikey), C(private_key), C(access_key),
+      C(credential) or C(authorization), or its last word ends in C(token), or it is exactly C(key). So
+      C(api_key), C(admin_api_key), C(ssl_keyfile_password), C(x-api-key), C(secret_key) and C(hf_token) are masked,
+      while C(ssl_keyfile), C(ssl_certfile), C(max_total_tokens), C(token_capacity) and C(tokenizer_path) are not.
+    - Inside strings (such as C(launch_command)), the value after a command-line flag with a secret name
+      (C(--api-key X), C(--admin-api-key=X), C(--ssl-keyfile-password X), C(--hf-token X)), after C(name=value) or
+      C(name:value) with a secret name, the values of O(api_key) and O(secrets), and URL userinfo are masked too.
+  returned: when the last answer had a JSON body (an object, if O(json_keys) is set)
   type: raw
   sample: {"object": "list", "data": [{"id": "qwen3.5-122b-a10b", "object": "model"}]}
 unit_state:
@@ -327,13 +392,13 @@ unit_state:
 journal:
   description:
     - On failure, the last O(journal_lines) journal lines of the invocation that was running when the wait began.
-      Empty on success.
+      Empty on success. Secrets are masked as in RV(json).
   returned: when O(unit) is set
   type: list
   elements: str
   sample: ["Initialization failed. warmup error", "sglang.service: Main process exited, code=killed, status=9/KILL"]
 msg:
-  description: What happened, with the status history and, on failure, a hint.
+  description: What happened, with the status history and, on failure, a hint. The userinfo of URLs is masked.
   returned: always
   type: str
   sample: "http://127.0.0.1:30000/ready answered 200 (OK) after 40.85 s (163 requests: -1 x121 -> 503 x41 -> 200 x1)"
@@ -344,22 +409,31 @@ import inspect
 import json
 import traceback
 import urllib.error
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlsplit
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils import urls
-from ansible.module_utils.urls import fetch_url
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait import (
     FAIL,
+    NO_CONNECTION,
     READY,
+    RequestDeadline,
+    RequestWatchdog,
     UnitError,
     UnitWatcher,
-    classify,
+    clean_text,
     describe_status,
-    parse_json_body,
+    filter_keys,
+    is_finite_positive,
+    is_local_host,
+    is_secret_key,
+    judge,
+    mask_userinfo,
+    read_capped,
     redact,
+    redact_text,
     status_hint,
     wait_for_endpoint,
 )
@@ -371,7 +445,8 @@ except ImportError:
     jmespath = None
     JMESPATH_IMPORT_ERROR = traceback.format_exc()
 
-MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+MAX_SECONDS = 7 * 24 * 3600
 
 
 def _request_takes_context():
@@ -381,34 +456,51 @@ def _request_takes_context():
         return False
 
 
+def url_host(url):
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return None
+
+
 class ContextFetcher(object):
-    """Same call and return value as ``fetch_url``, but the TLS context is built once per run.
+    """One request through ``ansible.module_utils.urls.Request``, with the TLS context built once per run.
 
     ``fetch_url`` builds a new SSL context and loads the system CA store for every request, even for
     plain http (about 25 ms of CPU each); at four polls a second that would be most of the module's
-    cost. Errors map to ``info`` exactly as ``fetch_url`` maps them (status -1 without an HTTP answer).
+    cost. Returns ``(response, info)`` like ``fetch_url``, with errors mapped the same way (status -1
+    without an HTTP answer), but it never reads a body: on an error status the response is the
+    ``HTTPError``, and the caller reads its body with its own size cap.
+
+    Redirects are never followed, so the Authorization header only ever goes to the URL's own origin
+    and a redirect target's answer never counts; a 3xx comes back as its status with its
+    ``location``. Proxies are never used for loopback and link-local hosts, whatever the
+    environment says, so a poll of the local server (API key included) cannot go to a proxy.
     """
 
     def __init__(self, module):
         p = module.params
-        self.context = urls.make_context(cafile=p["ca_path"], validate_certs=p["validate_certs"],
-                                         client_cert=p["client_cert"], client_key=p["client_key"])
-        self.request = urls.Request(use_proxy=p["use_proxy"], validate_certs=p["validate_certs"],
-                                    client_cert=p["client_cert"], client_key=p["client_key"], ca_path=p["ca_path"],
-                                    http_agent="ansible-httpget", context=self.context)
+        self.use_proxy = p["use_proxy"]
+        self.context = None
+        options = dict(use_proxy=p["use_proxy"], validate_certs=p["validate_certs"], client_cert=p["client_cert"],
+                       client_key=p["client_key"], ca_path=p["ca_path"], http_agent="ansible-httpget",
+                       follow_redirects="none")
+        if _request_takes_context():
+            self.context = urls.make_context(cafile=p["ca_path"], validate_certs=p["validate_certs"],
+                                             client_cert=p["client_cert"], client_key=p["client_key"])
+            options["context"] = self.context
+        self.request = urls.Request(**options)
 
     def __call__(self, module, url, data=None, headers=None, method=None, timeout=10, ca_path=None):
         info = {"url": url, "status": -1}
+        use_proxy = self.use_proxy and not is_local_host(url_host(url))
         try:
-            resp = self.request.open(method or "GET", url, data=data, headers=headers, timeout=timeout)
+            resp = self.request.open(method or "GET", url, data=data, headers=headers, timeout=timeout,
+                                     use_proxy=use_proxy)
         except urllib.error.HTTPError as exc:
-            try:
-                body = exc.read() if exc.fp is not None else b""
-            except Exception:
-                body = b""
             info.update({k.lower(): v for k, v in (exc.headers or {}).items()})
-            info.update(status=exc.code, msg=to_native(exc), body=body)
-            return exc, info
+            info.update(status=exc.code, msg="HTTP Error %s: %s" % (exc.code, clean_text(exc.reason)))
+            return (exc if exc.fp is not None else None), info
         except urllib.error.URLError as exc:
             info.update(status=int(getattr(exc, "code", -1) or -1), msg="Request failed: %s" % to_native(exc))
         except http.client.BadStatusLine as exc:
@@ -417,21 +509,19 @@ class ContextFetcher(object):
         except OSError as exc:
             info.update(msg="Connection failure: %s" % to_native(exc))
         except ValueError as exc:
-            module.fail_json(msg="cannot request %s: %s" % (url, to_native(exc)))
-        except Exception as exc:  # ansible's own ConnectionError family and anything unexpected: not yet
+            module.fail_json(msg="cannot request %s: %s" % (mask_userinfo(url), to_native(exc)))
+        except Exception as exc:  # ansible's own ConnectionError family, http.client's errors: not yet
             info.update(msg="Request failed: %s" % to_native(exc))
         else:
             info.update({k.lower(): v for k, v in resp.headers.items()})
             info.update(status=resp.status, msg="OK (%s bytes)" % resp.headers.get("Content-Length", "unknown"))
             return resp, info
+        info["msg"] = clean_text(info["msg"])
         return None, info
 
 
 def build_fetcher(module):
-    """``fetch_url`` or, where ``urls.Request`` accepts a prebuilt context, the cheaper ContextFetcher."""
-    if _request_takes_context():
-        return ContextFetcher(module)
-    return fetch_url
+    return ContextFetcher(module)
 
 
 def build_module():
@@ -443,6 +533,7 @@ def build_module():
             body_format=dict(type="str", default="json", choices=["json", "raw"]),
             headers=dict(type="dict", default={}),
             api_key=dict(type="str", no_log=True),
+            secrets=dict(type="list", elements="str", default=[], no_log=True),
             validate_certs=dict(type="bool", default=True),
             ca_path=dict(type="path"),
             client_cert=dict(type="path"),
@@ -453,8 +544,10 @@ def build_module():
             timeout=dict(type="float", default=600),
             interval=dict(type="float", default=0.25),
             request_timeout=dict(type="float", default=30),
+            max_body_bytes=dict(type="int", default=DEFAULT_MAX_BODY_BYTES),
             consecutive=dict(type="int", default=1),
             json_query=dict(type="str"),
+            json_keys=dict(type="list", elements="str", no_log=False),
             unit=dict(type="str"),
             journal_lines=dict(type="int", default=50),
             check_mode_probe=dict(type="bool", default=False),
@@ -466,12 +559,19 @@ def build_module():
 def validate_params(params):
     """Return an error message for the first invalid option, or None."""
     url = params["url"]
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        return "url must be an absolute http:// or https:// URL, got %r" % url
+    try:
+        parsed = urlsplit(url)
+        parsed.port  # pylint: disable=pointless-statement  # raises ValueError on a port that is not a number
+    except ValueError as exc:
+        return "url must be an absolute http:// or https:// URL, got %r (%s)" % (mask_userinfo(url), to_native(exc))
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        return "url must be an absolute http:// or https:// URL, got %r" % mask_userinfo(url)
     for name in ("timeout", "interval", "request_timeout"):
-        if not params[name] > 0:
-            return "%s must be greater than 0, got %s" % (name, params[name])
+        if not is_finite_positive(params[name]) or params[name] > MAX_SECONDS:
+            return "%s must be a finite number of seconds greater than 0 and at most %d, got %s" % (
+                name, MAX_SECONDS, params[name])
+    if params["max_body_bytes"] < 1:
+        return "max_body_bytes must be 1 or more, got %s" % params["max_body_bytes"]
     if params["consecutive"] < 1:
         return "consecutive must be 1 or more, got %s" % params["consecutive"]
     if params["journal_lines"] < 0:
@@ -494,17 +594,46 @@ def validate_params(params):
     return None
 
 
+def known_secrets(params):
+    """Literal strings that must not come back: the API key, the ``secrets`` option, the password of
+    the URL (as written and decoded) and the values of secret-looking request headers."""
+    found = []
+    if params["api_key"]:
+        found.append(params["api_key"])
+    found.extend(params["secrets"] or [])
+    try:
+        password = urlsplit(params["url"]).password
+    except ValueError:
+        password = None
+    if password:
+        found.extend([password, unquote(password)])
+    for name, value in (params["headers"] or {}).items():
+        if value is None or not is_secret_key(str(name)):
+            continue
+        value = to_native(value)
+        found.append(value)
+        scheme, sep, token = value.partition(" ")
+        if sep and token.strip():
+            found.append(token.strip())
+    return sorted(set(s for s in found if s), key=len, reverse=True)
+
+
 class EndpointWaiter(object):
     def __init__(self, module):
         self.module = module
         self.params = module.params
         self.url = self.params["url"]
+        self.display_url = mask_userinfo(self.url)
         self.method = self.params["method"].upper()
         self.headers = dict(self.params["headers"] or {})
         self.data = None
         self.json_expr = None
         self.watcher = None
+        self.secrets = known_secrets(self.params)
+        # Ansible masks no_log values in everything the module returns, module_args included
+        module.no_log_values.update(self.secrets)
         self.fetch = build_fetcher(module)
+        self.watchdog = None
         self._prepare_request()
 
     def _prepare_request(self):
@@ -533,7 +662,7 @@ class EndpointWaiter(object):
             try:
                 self.json_expr = jmespath.compile(query)
             except Exception as exc:  # jmespath raises several ParseError subclasses
-                self.module.fail_json(msg="json_query is not a valid JMESPath expression: %s" % to_native(exc))
+                self.fail("json_query is not a valid JMESPath expression: %s" % to_native(exc))
         if self.params["unit"]:
             systemctl = self.module.get_bin_path("systemctl", required=True)
             journalctl = self.module.get_bin_path("journalctl") or "journalctl"
@@ -542,27 +671,56 @@ class EndpointWaiter(object):
     def _run(self, argv):
         return self.module.run_command(argv)
 
+    def fail(self, msg, **result):
+        result.setdefault("changed", False)
+        self.module.fail_json(msg=redact_text(msg, self.secrets), **redact(result, self.secrets))
+
     def probe(self, request_timeout):
-        resp, info = self.fetch(self.module, self.url, data=self.data, headers=self.headers, method=self.method,
-                                timeout=request_timeout, ca_path=self.params["ca_path"])
-        status = int(info.get("status", -1))
-        answer = {"status": status, "msg": to_native(info.get("msg", "")), "content_type": info.get("content-type")}
-        body = None
+        """One request under the watchdog: connect, headers and body share one time limit."""
+        answer = {"status": NO_CONNECTION, "msg": "", "content_type": None, "body": None}
+        held = []
         try:
-            if status >= 400:
-                body = info.get("body")
-            elif resp is not None:
-                body = resp.read(MAX_BODY_BYTES)
-        except Exception as exc:  # a stalled or reset body read keeps the status but loses the body
-            answer["msg"] = "reading the body failed: %s" % to_native(exc)
+            self.watchdog.run(request_timeout, self._exchange, request_timeout, answer, held)
+        except RequestDeadline:
+            if answer["status"] == NO_CONNECTION:
+                answer["msg"] = "Connection failure: no complete answer within %.3g s" % request_timeout
+            else:
+                answer["body"] = None
+                answer["body_problem"] = "the body was not read completely within %.3g s" % request_timeout
         finally:
-            if resp is not None:
+            for resp in held:
                 try:
                     resp.close()
                 except Exception:
                     pass
-        answer["body"] = body
         return answer
+
+    def _exchange(self, request_timeout, answer, held):
+        resp, info = self.fetch(self.module, self.url, data=self.data, headers=self.headers, method=self.method,
+                                timeout=request_timeout, ca_path=self.params["ca_path"])
+        if resp is not None:
+            held.append(resp)
+        status = int(info.get("status", NO_CONNECTION))
+        answer.update(status=status, msg=clean_text(to_native(info.get("msg", ""))),
+                      content_type=info.get("content-type"))
+        if 300 <= status < 400:
+            location = info.get("location")
+            answer["reason"] = ("redirect to %s, not followed" % clean_text(mask_userinfo(to_native(location)))
+                                if location else "redirect (%s) without a Location, not followed" % status)
+        limit = self.params["max_body_bytes"]
+        try:
+            if resp is not None:
+                body, complete = read_capped(resp, limit)
+            else:
+                body = info.get("body")
+                complete = body is None or len(body) <= limit
+        except Exception as exc:  # a reset or stalled body read keeps the status but loses the body
+            answer["body_problem"] = "reading the body failed: %s" % clean_text(to_native(exc))
+            return
+        if not complete:
+            answer["body_problem"] = "the body is larger than max_body_bytes, %d bytes; it was not read" % limit
+            body = None
+        answer["body"] = body
 
     def json_check(self, data):
         if data is None:
@@ -570,20 +728,18 @@ class EndpointWaiter(object):
         try:
             found = self.json_expr.search(data)
         except Exception as exc:
-            return False, "json_query failed on the answer: %s" % to_native(exc)
+            return False, "json_query failed on the answer: %s" % clean_text(to_native(exc))
         if found:
             return True, ""
         return False, "json_query %r gave %s" % (self.params["json_query"], json.dumps(found))
 
-    def secrets(self):
-        return [self.params["api_key"]] if self.params["api_key"] else []
-
     def finish(self, result, with_journal=True):
         failed = result.pop("failed", False)
-        if result.get("json") is not None:
-            result["json"] = redact(result["json"], self.secrets())
-        else:
-            result.pop("json", None)
+        data = result.pop("json", None)
+        if data is not None and self.params["json_keys"] is not None:
+            data = filter_keys(data, self.params["json_keys"])
+        if data is not None:
+            result["json"] = data
         if self.watcher is not None:
             result["unit_state"] = self.watcher.state()
             result["journal"] = []
@@ -591,7 +747,10 @@ class EndpointWaiter(object):
                 lines, error = self.watcher.journal(self.params["journal_lines"])
                 result["journal"] = lines
                 if error:
-                    self.module.warn("journal of %s not available: %s" % (self.params["unit"], error))
+                    self.module.warn(redact_text("journal of %s not available: %s" % (self.params["unit"], error),
+                                                 self.secrets))
+        # every returned string: known secrets, secret keys and flags, URL userinfo
+        result = redact(result, self.secrets)
         result["changed"] = False
         if failed:
             self.module.fail_json(**result)
@@ -600,44 +759,53 @@ class EndpointWaiter(object):
     def run(self):
         p = self.params
         json_check = self.json_check if self.json_expr is not None else None
+        self.watchdog = RequestWatchdog()
         try:
             result = wait_for_endpoint(
                 self.probe, timeout=p["timeout"], interval=p["interval"], request_timeout=p["request_timeout"],
                 success_codes=p["status_code"], fail_codes=p["fail_status_code"], consecutive=p["consecutive"],
-                json_check=json_check, unit_watcher=self.watcher, url=self.url)
+                json_check=json_check, unit_watcher=self.watcher, url=self.display_url)
         except UnitError as exc:
-            self.module.fail_json(msg=to_native(exc), ready=False, changed=False)
+            self.fail(to_native(exc), ready=False)
+        finally:
+            self.watchdog.close()
         self.finish(result)
 
     def check_mode(self):
         p = self.params
         result = {"ready": None, "status": None, "elapsed": 0.0, "attempts": 0, "status_history": []}
         if not p["check_mode_probe"]:
-            result["msg"] = ("check mode: not waiting for %s (set check_mode_probe: true to send one request)" % self.url)
+            result["msg"] = ("check mode: not waiting for %s (set check_mode_probe: true to send one request)"
+                             % self.display_url)
             result["changed"] = False
             self.module.exit_json(**result)
-        answer = self.probe(min(p["request_timeout"], p["timeout"]))
+        self.watchdog = RequestWatchdog()
+        try:
+            answer = self.probe(min(p["request_timeout"], p["timeout"]))
+        finally:
+            self.watchdog.close()
         status = answer["status"]
-        verdict = classify(status, p["status_code"], p["fail_status_code"])
-        detail = answer.get("msg") or ""
-        data = parse_json_body(answer.get("body"), answer.get("content_type"))
-        if verdict == READY and self.json_expr is not None:
-            met, why = self.json_check(data)
-            if not met:
-                verdict, detail = None, why
-        result.update(status=status, attempts=1, json=data, ready=verdict == READY,
-                      status_history=[{"status": status, "first_seen": 0.0, "last_seen": 0.0, "count": 1}])
+        json_check = self.json_check if self.json_expr is not None else None
+        data, verdict, reason = judge(answer, p["status_code"], p["fail_status_code"], json_check)
+        if status == NO_CONNECTION and not reason:
+            reason = answer.get("msg") or None
+        entry = {"status": status, "first_seen": 0.0, "last_seen": 0.0, "count": 1}
+        if reason:
+            entry["reason"] = reason
+        result.update(status=status, attempts=1, json=data, ready=verdict == READY, status_history=[entry])
         if self.watcher is not None:
             try:
                 self.watcher.start()
             except UnitError as exc:
-                self.module.warn(to_native(exc))
+                self.module.warn(redact_text(to_native(exc), self.secrets))
         if verdict == FAIL:
-            result["msg"] = "check mode probe: %s answered %s: %s" % (self.url, describe_status(status), status_hint(status))
+            result["msg"] = "check mode probe: %s answered %s: %s" % (
+                self.display_url, describe_status(status), status_hint(status))
             result["failed"] = True
         else:
+            detail = reason or answer.get("msg") or ""
             result["msg"] = "check mode probe: %s answered %s%s; not waiting in check mode" % (
-                self.url, describe_status(status), (" (%s)" % detail) if detail and verdict != READY else "")
+                self.display_url, describe_status(status), (" (%s)" % detail) if detail and verdict != READY else "")
             result["failed"] = False
         # a check-mode probe reports the unit state but never fails on it nor reads the journal
         self.finish(result, with_journal=False)
@@ -646,9 +814,11 @@ class EndpointWaiter(object):
 def main():
     module = build_module()
     module.run_command_environ_update = dict(LANG="C", LC_ALL="C", LC_MESSAGES="C", LANGUAGE="C")
+    # before anything can fail: the URL's password must not come back in module_args either
+    module.no_log_values.update(known_secrets(module.params))
     error = validate_params(module.params)
     if error:
-        module.fail_json(msg=error)
+        module.fail_json(msg=error, changed=False)
     waiter = EndpointWaiter(module)
     waiter.setup()
     if module.check_mode:

@@ -39,7 +39,15 @@ def test_file_modes(host):
     env = host.file("/etc/sglang/sglang.env")
     assert (env.user, env.group, env.mode) == ("root", "root", 0o600)
     assert host.file("/etc/systemd/system/sglang.service").mode == 0o644
-    assert host.file("/var/lib/sglang/deploy").mode == 0o700
+    # root-only deployment state outside the service's home; the home is root's, only caches are the service's
+    state = host.file("/var/lib/llmserve-sglang")
+    assert (state.user, state.group, state.mode) == ("root", "root", 0o700)
+    home = host.file("/var/lib/sglang")
+    assert (home.user, home.group, home.mode) == ("root", "sglang", 0o750)
+    for cache in ("hf", "cache", ".cache", ".triton"):
+        f = host.file("/var/lib/sglang/" + cache)
+        assert f.is_directory and not f.is_symlink and f.user == "sglang"
+    assert not host.file("/var/lib/sglang/deploy").exists
 
 
 def test_secrets_stay_out_of_argv_unit_and_journal(host):
@@ -84,8 +92,11 @@ def test_exposure_score(host):
     assert score <= 3.5, out
 
 
-@pytest.mark.parametrize("path", ["/var/lib/sglang/deploy/sglang/last-good/sglang.service",
-                                  "/var/lib/sglang/deploy/sglang/last-good/sglang.yaml"])
+@pytest.mark.parametrize("path", ["/var/lib/llmserve-sglang/sglang/last-good/sglang.service",
+                                  "/var/lib/llmserve-sglang/sglang/last-good/sglang.yaml",
+                                  "/var/lib/llmserve-sglang/sglang/last-good/sglang.env",
+                                  "/var/lib/llmserve-sglang/sglang/last-good/sglang.args.json",
+                                  "/var/lib/llmserve-sglang/sglang/last-good/sitecustomize.py"])
 def test_last_good_kept(host, path):
     f = host.file(path)
     assert f.exists and f.mode == 0o600 and f.user == "root"
@@ -106,7 +117,7 @@ def test_report_files_hold_the_expected_values():
     for entry in hosts.values():
         # the fixture is a 2-socket EPYC with two GPUs per socket: the preflight warns about the NUMA span
         assert entry["stages"]["preflight"] == "warn" and entry["stages"]["sglang"] == "serving"
-        assert entry["stages"]["driver"].endswith("loaded with the wanted options")
+        assert entry["stages"]["driver"] == "driver 595.45.04 loaded with the wanted options; DmaRemapPeerMmio: in effect"
         assert entry["gpus"] == "4 x NVIDIA RTX PRO 6000 Blackwell Server Edition (blackwell)"
         assert entry["numa_nodes"] == [0, 1]
         assert set(entry["iommu"]["per_gpu"].values()) == {"DMA-FQ"}

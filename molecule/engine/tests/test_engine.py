@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import re
 
 API_KEY = "engine-secret-key-7c3a90"
 
@@ -56,7 +57,9 @@ def test_real_server_runs_unprivileged_under_systemd(host):
     names = host.check_output("ps -o args= -u sglang")
     assert "sglang::scheduler" in names and "sglang::detokenizer" in names
     cmdline = host.file("/proc/%s/cmdline" % main).content_string.replace("\0", " ")
-    assert "/opt/sglang/venv/bin/python -m sglang.launch_server" in cmdline
+    # the virtualenv of this install spec (one per spec, so a rollback restores the code with the unit)
+    assert re.search(r"/opt/sglang/venv-0\.5\.23-[0-9a-f]{12}/bin/python -m sglang\.launch_server", cmdline), cmdline
+    assert host.file("/opt/sglang/venv").is_symlink
     assert "--device cpu" in cmdline and "--max-total-tokens 8192" in cmdline
 
 

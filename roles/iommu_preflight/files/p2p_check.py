@@ -7,7 +7,9 @@
 Shipped with the llmserve.sglang.iommu_preflight role and run with the Python of the SGLang
 environment (the CUDA runtime comes from its torch installation).
 
-For every ordered pair SRC->DST of the chosen GPUs, in two fresh processes:
+For every ordered pair SRC->DST of the chosen GPUs (with a single GPU: the pair GPU->GPU, which tests
+the CUDA IPC path between two processes on one GPU that SGLang's processes use to share GPU memory),
+in two fresh processes:
 
 1. the *owner* process on DST allocates a buffer, fills it with one byte pattern and exports a CUDA
    IPC handle for it;
@@ -17,12 +19,19 @@ For every ordered pair SRC->DST of the chosen GPUs, in two fresh processes:
 3. the owner reads its buffer locally.
 
 The pair is good only when the writer could open the handle and both sides see the second pattern
-everywhere. A pair that hangs longer than --timeout seconds is failed and its processes are killed.
-The driver's "P2P supported" answer (cudaDeviceCanAccessPeer) is reported next to the result but is
-not proof of anything, which is why this test exists.
+everywhere. The IPC handle is a 64-byte structure with zero bytes inside; it is copied by address, as
+raw bytes, in both directions. A pair that hangs longer than --timeout seconds is failed and its
+processes are killed. The driver's "P2P supported" answer (cudaDeviceCanAccessPeer) is reported next
+to the result but is not proof of anything, which is why this test exists.
+
+The CUDA runtime library is the file named by the environment variable LLMSERVE_CUDART when it is set
+and not empty (hosts with an unusual CUDA install, tests with a stand-in runtime); otherwise the one
+torch loads, else libcudart from the Python path (CUDA 12 wheels: nvidia/cuda_runtime/lib, CUDA 13
+wheels: nvidia/cu13/lib) or the system library path.
 
 Prints one JSON object on stdout and exits 0 when the test ran (whatever the pairs gave), 2 when it
-could not run (no CUDA runtime, unknown GPU, bad arguments); the JSON then carries "error".
+could not run (no CUDA runtime, unknown GPU, bad arguments); the JSON then carries "error". Each pair
+carries "kind": "p2p" (two GPUs) or "ipc" (one GPU, src == dst).
 """
 
 from __future__ import annotations
@@ -41,7 +50,9 @@ OWNER_PATTERN = 0x5A
 WRITER_PATTERN = 0xA5
 MEMCPY_DEVICE_TO_HOST = 2
 IPC_LAZY_ENABLE_PEER_ACCESS = 1
-RESULT_VERSION = 1
+IPC_HANDLE_SIZE = 64
+RESULT_VERSION = 2
+CUDART_ENV = 'LLMSERVE_CUDART'
 
 
 class CudaError(RuntimeError):
@@ -49,7 +60,24 @@ class CudaError(RuntimeError):
 
 
 class IpcHandle(ctypes.Structure):
-    _fields_ = [('reserved', ctypes.c_char * 64)]
+    """cudaIpcMemHandle_t. Never read or write it through ``reserved``: ctypes turns a c_char array field
+    into a bytes copy that ends at the first zero byte, and the handle holds zero bytes."""
+    _fields_ = [('reserved', ctypes.c_char * IPC_HANDLE_SIZE)]
+
+
+def handle_to_bytes(handle):
+    """The 64 bytes of an IpcHandle, zero bytes included."""
+    return ctypes.string_at(ctypes.addressof(handle), ctypes.sizeof(handle))
+
+
+def handle_from_bytes(raw):
+    """An IpcHandle holding exactly the 64 bytes ``raw``."""
+    raw = bytes(raw)
+    if len(raw) != IPC_HANDLE_SIZE:
+        raise CudaError('an IPC handle has %d bytes, got %d' % (IPC_HANDLE_SIZE, len(raw)))
+    handle = IpcHandle()
+    ctypes.memmove(ctypes.addressof(handle), raw, IPC_HANDLE_SIZE)
+    return handle
 
 
 class Cudart(object):
@@ -116,11 +144,10 @@ class Cudart(object):
     def ipc_handle(self, pointer):
         handle = IpcHandle()
         self._check(self.lib.cudaIpcGetMemHandle(ctypes.byref(handle), pointer), 'cudaIpcGetMemHandle')
-        return bytes(handle.reserved)
+        return handle_to_bytes(handle)
 
     def ipc_open(self, raw):
-        handle = IpcHandle()
-        ctypes.memmove(handle.reserved, raw, 64)
+        handle = handle_from_bytes(raw)
         pointer = ctypes.c_void_p()
         self._check(self.lib.cudaIpcOpenMemHandle(ctypes.byref(pointer), handle, IPC_LAZY_ENABLE_PEER_ACCESS),
                     'cudaIpcOpenMemHandle')
@@ -146,7 +173,9 @@ def find_cudart(maps_path='/proc/self/maps'):
         pass
     candidates = []
     for entry in sys.path:
-        candidates += sorted(glob.glob(os.path.join(entry, 'nvidia', 'cuda_runtime', 'lib', 'libcudart.so*')))
+        # CUDA 13 wheels put the runtime in nvidia/cu13/lib, CUDA 12 wheels in nvidia/cuda_runtime/lib.
+        for folder in ('cu[0-9]*', 'cuda_runtime'):
+            candidates += sorted(glob.glob(os.path.join(entry, 'nvidia', folder, 'lib', 'libcudart.so*')))
     found = ctypes.util.find_library('cudart')
     if found:
         candidates.append(found)
@@ -203,7 +232,9 @@ def writer_main(lib_path, bus_id, peer_bus_id, size, conn):
         rt = Cudart(lib_path)
         device = rt.device_by_bus_id(bus_id)
         rt.set_device(device)
-        can_access = rt.can_access_peer(device, rt.device_by_bus_id(peer_bus_id))
+        # Same GPU (the one-GPU IPC test): peer access is a question between two GPUs, not asked here.
+        peer = rt.device_by_bus_id(peer_bus_id)
+        can_access = rt.can_access_peer(device, peer) if peer != device else None
         message = conn.recv()
         if message[0] != 'handle':
             conn.close()
@@ -256,7 +287,8 @@ def run_pair(context, lib_path, src, dst, size, timeout, owner=owner_main, write
                  context.Process(target=writer, args=(lib_path, src, dst, size, writer_child))]
     for process in processes:
         process.start()
-    result = {'src': src, 'dst': dst, 'ok': False, 'can_access_peer': None, 'detail': ''}
+    result = {'src': src, 'dst': dst, 'kind': 'ipc' if src == dst else 'p2p', 'ok': False, 'can_access_peer': None,
+              'detail': ''}
     try:
         message = _receive(owner_conn, deadline, 'the owner on %s' % dst)
         if message[0] != 'handle':
@@ -299,13 +331,14 @@ def run_pair(context, lib_path, src, dst, size, timeout, owner=owner_main, write
 def parse_args(argv):
     parser = argparse.ArgumentParser(description='Per-pair GPU P2P write/read-back test.')
     parser.add_argument('--devices', required=True,
-                        help='comma-separated PCI addresses of the GPUs (dddd:bb:dd.f), at least two')
+                        help='comma-separated PCI addresses of the GPUs (dddd:bb:dd.f); with one GPU the '
+                             'two-process CUDA IPC path on that GPU is tested')
     parser.add_argument('--size', type=int, default=32 * 1024 * 1024, help='bytes per test buffer (default 32 MiB)')
     parser.add_argument('--timeout', type=float, default=60.0, help='seconds per pair before it counts as hung')
     args = parser.parse_args(argv)
     devices = [item.strip().lower() for item in args.devices.split(',') if item.strip()]
-    if len(devices) < 2 or len(set(devices)) != len(devices):
-        parser.error('--devices needs at least two different PCI addresses')
+    if not devices or len(set(devices)) != len(devices):
+        parser.error('--devices needs one or more different PCI addresses')
     if args.size <= 0 or args.timeout <= 0:
         parser.error('--size and --timeout must be positive')
     args.devices = devices
@@ -318,14 +351,22 @@ def main(argv=None, context=None, stdout=None):
     result = {'version': RESULT_VERSION, 'tool': 'p2p_check', 'size': args.size, 'timeout': args.timeout,
               'torch': _torch_version(), 'devices': [], 'pairs': []}
     os.environ.setdefault('CUDA_DEVICE_ORDER', 'PCI_BUS_ID')
-    lib_path = find_cudart()
+    lib_path = os.environ.get(CUDART_ENV, '')
+    result['cudart_source'] = CUDART_ENV if lib_path else 'search'
+    lib_path = lib_path or find_cudart()
     result['cudart'] = lib_path
     if lib_path is None:
-        result['error'] = 'no CUDA runtime library (libcudart) found; run this with the Python of the SGLang/torch environment'
+        result['error'] = ('no CUDA runtime library (libcudart) found; run this with the Python of the SGLang/torch '
+                           'environment or name the library in %s' % CUDART_ENV)
         stdout.write(json.dumps(result) + '\n')
         return 2
     try:
-        runtime = Cudart(lib_path)
+        try:
+            runtime = Cudart(lib_path)
+        except OSError as exc:
+            if result['cudart_source'] == CUDART_ENV:
+                raise OSError('%s=%s cannot be loaded: %s' % (CUDART_ENV, lib_path, exc))
+            raise
         result['runtime_version'] = runtime.version('cudaRuntimeGetVersion')
         result['driver_version'] = runtime.version('cudaDriverGetVersion')
         for address in args.devices:
@@ -337,7 +378,7 @@ def main(argv=None, context=None, stdout=None):
     context = context or multiprocessing.get_context('spawn')
     for src in args.devices:
         for dst in args.devices:
-            if src != dst:
+            if src != dst or len(args.devices) == 1:
                 result['pairs'].append(run_pair(context, lib_path, src, dst, args.size, args.timeout))
     stdout.write(json.dumps(result) + '\n')
     return 0

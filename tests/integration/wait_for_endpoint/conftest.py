@@ -6,21 +6,21 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 
 import pytest
 
 from wfe_live_helpers import (
     MODULE,
     ModuleRun,
+    RawServer,
     ScriptedServer,
     Standin,
     _module_env,
     _tls_with_cryptography,
     _tls_with_openssl,
     free_port,
+    run_child,
     standin_env,
 )
 
@@ -40,11 +40,26 @@ def server():
 
 
 @pytest.fixture
+def raw_server():
+    made = []
+
+    def make(behaviour):
+        srv = RawServer(behaviour).start()
+        made.append(srv)
+        return srv
+
+    yield make
+    for srv in made:
+        srv.stop()
+
+
+@pytest.fixture
 def run_module(tmp_path):
     """Run the module file for real in a child Python, the way Ansible's module runner does."""
     counter = [0]
 
-    def run(args, check_mode=False):
+    def run(args, check_mode=False, env=None, limit=120):
+        """``env``: variables to set (None removes one); ``limit``: seconds before the child is killed."""
         counter[0] += 1
         args = dict(args)
         if check_mode:
@@ -52,13 +67,12 @@ def run_module(tmp_path):
         args.setdefault("_ansible_tmpdir", str(tmp_path))
         path = tmp_path / ("args-%d.json" % counter[0])
         path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-        start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", MODULE, str(path)], capture_output=True, text=True,
-                              env=_module_env(), timeout=120, cwd=str(tmp_path), check=False)
-        wall = time.monotonic() - start
-        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-        assert lines, "module printed no JSON: rc=%s stdout=%r stderr=%r" % (proc.returncode, proc.stdout, proc.stderr)
-        return ModuleRun(proc.returncode, json.loads(lines[-1]), wall, proc.stderr)
+        rc, stdout, stderr, wall, maxrss, killed = run_child([sys.executable, "-m", MODULE, str(path)],
+                                                             _module_env(env), str(tmp_path), limit)
+        lines = [line for line in stdout.splitlines() if line.startswith("{")]
+        assert lines, "module printed no JSON%s: rc=%s wall=%.1f s stdout=%r stderr=%r" % (
+            " (killed after %s s)" % limit if killed else "", rc, wall, stdout[-2000:], stderr[-2000:])
+        return ModuleRun(rc, json.loads(lines[-1]), wall, stderr, maxrss)
 
     return run
 

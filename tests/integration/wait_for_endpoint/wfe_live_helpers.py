@@ -13,6 +13,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,11 +58,14 @@ class _Handler(BaseHTTPRequestHandler):
         if answer == HANG:
             owner.stop_event.wait(60)
             return
-        status, body = answer if isinstance(answer, tuple) else (answer, None)
+        answer = answer if isinstance(answer, tuple) else (answer,)
+        status, body, extra = (tuple(answer) + (None, None))[:3]
         data = json.dumps(body).encode() if isinstance(body, (dict, list)) else (body or b"")
         self.send_response(status)
         self.send_header("Content-Type", "application/json" if isinstance(body, (dict, list)) else "text/plain")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -70,7 +74,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 class ScriptedServer(object):
     """An HTTP(S) server on 127.0.0.1 that keeps its port closed for ``closed_for`` seconds, then
-    answers with ``script(elapsed_since_open, path, method, headers)`` -> status, (status, body) or HANG."""
+    answers with ``script(elapsed_since_open, path, method, headers)`` -> status, (status, body),
+    (status, body, extra_headers) or HANG."""
 
     def __init__(self, script, closed_for=0.0, tls=None):
         self.script = script
@@ -119,23 +124,126 @@ class ScriptedServer(object):
             self.httpd.server_close()
 
 
-def _module_env():
+def _module_env(overrides=None):
+    """The environment of a module run: no proxies unless a test sets them (None removes a variable)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([TREE] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
         env.pop(var, None)
+    for var, value in (overrides or {}).items():
+        if value is None:
+            env.pop(var, None)
+        else:
+            env[var] = value
     return env
 
 
 class ModuleRun(object):
-    def __init__(self, rc, result, wall, stderr):
+    def __init__(self, rc, result, wall, stderr, maxrss_kib=None):
         self.rc = rc
         self.result = result
         self.wall = wall
         self.stderr = stderr
+        self.maxrss_kib = maxrss_kib  # peak resident memory of the module process (getrusage of that child)
 
     def __repr__(self):
-        return "ModuleRun(rc=%s, wall=%.2f, result=%r, stderr=%r)" % (self.rc, self.wall, self.result, self.stderr[-500:])
+        return "ModuleRun(rc=%s, wall=%.2f, maxrss=%s KiB, result=%r, stderr=%r)" % (
+            self.rc, self.wall, self.maxrss_kib, self.result, self.stderr[-500:])
+
+
+def run_child(argv, env, cwd, limit):
+    """Run ``argv`` and return (rc, stdout, stderr, wall, maxrss_kib, killed).
+
+    The child is reaped with ``os.wait4`` so its own peak RSS is known (RUSAGE_CHILDREN would be the
+    maximum over every child this pytest process ever had). Killed after ``limit`` seconds."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=cwd)
+        killed = False
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - start > limit:
+                proc.kill()
+                killed = True
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.01)
+        wall = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return (proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"), wall,
+                usage.ru_maxrss, killed)
+
+
+class RawServer(object):
+    """A hostile HTTP server on 127.0.0.1 built on plain sockets: for every connection it reads the
+    request head, records it, and hands the socket to ``behaviour(conn, request, stop_event)``, which
+    writes whatever it likes (one byte at a time, a huge body, garbage). Stops when told to."""
+
+    def __init__(self, behaviour):
+        self.behaviour = behaviour
+        self.requests = []
+        self.stop_event = threading.Event()
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def start(self):
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def _accept(self):
+        while not self.stop_event.is_set():
+            try:
+                conn, dummy = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        try:
+            conn.settimeout(5)
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < 65536:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            lines = head.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+            headers = {}
+            for line in lines[1:]:
+                name, dummy, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            request = {"line": lines[0], "headers": headers, "at": time.monotonic()}
+            self.requests.append(request)
+            self.behaviour(conn, request, self.stop_event)
+        except OSError:  # the client hung up: exactly what a cut-off client does
+            pass
+        finally:
+            conn.close()
+
+    def stop(self):
+        self.stop_event.set()
+        self.sock.close()
+
+
+def trickle(conn, data, stop_event, every=0.05, for_at_most=30.0):
+    """Send ``data`` one byte at a time, one byte every ``every`` seconds, for at most ``for_at_most`` s."""
+    end = time.monotonic() + for_at_most
+    for index in range(len(data)):
+        if stop_event.is_set() or time.monotonic() > end:
+            return
+        conn.sendall(data[index:index + 1])
+        time.sleep(every)
 
 
 def _tls_with_cryptography(directory):

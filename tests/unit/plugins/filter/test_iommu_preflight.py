@@ -79,3 +79,13 @@ def test_p2p_matrix_untested():
 def test_p2p_matrix_errors_are_filter_errors():
     with pytest.raises(AnsibleFilterError, match='p2p_matrix: the P2P test could not run'):
         filters.p2p_matrix(['0000:01:00.0', '0000:41:00.0'], functional=recorded('p2p_check_no_cudart.json'))
+
+
+def test_p2p_matrix_skipped_in_check_mode():
+    # the role passes skipped='' when the test runs (or is off) and a reason when check mode skips it
+    assert filters.p2p_matrix([{'pci_address': '0000:00:06.0'}], skipped='')['ok'] is True
+    result = filters.p2p_matrix([{'pci_address': '0000:00:06.0'}], skipped='skipped in check mode')
+    assert result['ok'] is None and result['skipped'] == 'skipped in check mode'
+    assert result['unknown_pairs'] == ['0000:00:06.0->0000:00:06.0']
+    with pytest.raises(AnsibleFilterError, match='p2p_matrix: skipped must be a string'):
+        filters.p2p_matrix(['0000:00:06.0'], skipped=True)

@@ -55,4 +55,19 @@ def test_compare():
     driver = {"loaded": True, "version": "595.45.04", "params": {"DmaRemapPeerMmio": 0, "RegistryDwords": ""}}
     result = nvidia.nvidia_driver_compare(driver, {"DmaRemapPeerMmio": 1}, {})
     assert result["pending"] == ["DmaRemapPeerMmio"]
+    assert result["states"] == {"DmaRemapPeerMmio": "pending: loaded 0, wanted 1"}
     assert nvidia.nvidia_driver_compare(None, {"DmaRemapPeerMmio": 1})["status"].startswith("driver not loaded")
+
+
+def test_compare_driver_default_is_not_pending():
+    # DmaRemapPeerMmio is 1 by default: an empty RegistryDwords does not make {DmaRemapPeerMmio: 1} pending
+    driver = {"loaded": True, "version": "580.159.04", "params": {"DmaRemapPeerMmio": 1, "RegistryDwords": ""},
+              "registry_dwords": {}}
+    result = nvidia.nvidia_driver_compare(driver, {"DmaRemapPeerMmio": 1}, None)
+    assert result["pending"] == [] and result["reboot_required"] is False
+    assert result["states"] == {"DmaRemapPeerMmio": "in effect (driver default)"}
+
+
+def test_compare_refuses_invalid_options():
+    with pytest.raises(AnsibleFilterError, match="nvidia_driver_compare: .*octal"):
+        nvidia.nvidia_driver_compare(None, {"DmaRemapPeerMmio": "010"}, {})

@@ -70,3 +70,17 @@ def test_text_rows_are_aligned():
     assert len(lines) == len(rows)
     for line, (label, value) in zip(lines, rows):
         assert line == label.ljust(width) + "  " + value
+
+
+def test_rolled_back_host_is_reported_with_both_errors():
+    failed = {"state": "failed, and the rollback failed too", "ready": False, "restarted": True, "tp_size": 4,
+              "error": "Verify the server: unit sglang failed", "rollback_error": "Wait until ...: timed out"}
+    report = build_host_report("h", PREFLIGHT, DRIVER, failed)
+    assert report["stages"]["sglang"] == "failed, and the rollback failed too"
+    rows = dict(host_rows(report))
+    assert rows["Deployment error"] == "Verify the server: unit sglang failed"
+    assert rows["Rollback error"] == "Wait until ...: timed out"
+    rolled_back = build_host_report("h", None, None, dict(failed, state="rolled back to the last good configuration",
+                                                           rollback_error=None))
+    assert rolled_back["stages"]["sglang"] == "rolled back to the last good configuration"
+    assert "Rollback error" not in dict(host_rows(rolled_back))

@@ -5,6 +5,11 @@
 
 from __future__ import annotations
 
+import io
+import socket
+import threading
+import time
+
 import pytest
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import endpoint_wait as ew
@@ -96,6 +101,15 @@ def test_status_history_run_length():
     assert ew.StatusHistory().summary() == "no request sent"
 
 
+def test_status_history_reason_is_the_last_one_of_a_run():
+    h = ew.StatusHistory()
+    h.record(-1, 0, "refused")
+    h.record(-1, 1, "timed out")
+    h.record(302, 2, "redirect to x")
+    h.record(302, 3)
+    assert [e.get("reason") for e in h.as_list()] == ["timed out", None]
+
+
 # --- redaction -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("key", ["api_key", "admin_api_key", "hf_token", "token", "access_token", "accessToken",
@@ -104,10 +118,98 @@ def test_secret_keys(key):
     assert ew.is_secret_key(key)
 
 
+@pytest.mark.parametrize("key", ["ssl_keyfile_password", "secret_key", "x-api-key", "X-Api-Key", "apiKey", "XApiKey",
+                                 "client_secret", "db_passwd", "passphrase", "private_key", "aws_access_key_id",
+                                 "credentials", "key", "KEY", "api-keys", "hfToken", "id_token"])
+def test_secret_keys_by_pattern(key):
+    assert ew.is_secret_key(key)
+
+
 @pytest.mark.parametrize("key", ["max_total_tokens", "tokenizer_path", "skip_tokenizer_init", "speculative_num_draft_tokens",
-                                 "max_new_tokens", "tokenizer_worker_num", "model_path", "key_value", 3])
+                                 "max_new_tokens", "tokenizer_worker_num", "model_path", "key_value", 3,
+                                 "ssl_keyfile", "ssl_certfile", "ssl_ca_certs", "client_key", "token_capacity",
+                                 "eos_token_id", "keyfile", "monkey", "", "--"])
 def test_not_secret_keys(key):
     assert not ew.is_secret_key(key)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("sglang serve --api-key sk-1 --port 1", "sglang serve --api-key ******** --port 1"),
+    ("x --admin-api-key=adm1 y", "x --admin-api-key=******** y"),
+    ("--ssl-keyfile-password 'a b' --ssl-keyfile /k.pem", "--ssl-keyfile-password ******** --ssl-keyfile /k.pem"),
+    ("--hf-token hf_x --max-total-tokens 9 --tokenizer-path /t", "--hf-token ******** --max-total-tokens 9 --tokenizer-path /t"),
+    ("--api-key --port 1", "--api-key --port 1"),  # a flag after the flag is not its value
+    ("ServerArgs(model_path='/m', api_key='sk-2', ssl_keyfile='/k', admin_api_key=None)",
+     "ServerArgs(model_path='/m', api_key=********, ssl_keyfile='/k', admin_api_key=********)"),
+    ('{"hf_token": "hf_y", "max_total_tokens": 5}', '{"hf_token": ********, "max_total_tokens": 5}'),
+    ("GET /v1?access_token=abc&model=m", "GET /v1?access_token=********&model=m"),
+    ("Authorization: Bearer abc.def", "Authorization: ********"),
+    ("HF_TOKEN=hf_z python3 -m sglang", "HF_TOKEN=******** python3 -m sglang"),
+    ("see https://u:p%40ss@hub.example/x and //a@b", "see https://********@hub.example/x and //********@b"),
+    ("token_capacity=5 eos_token_id: 2", "token_capacity=5 eos_token_id: 2"),
+    # a harmless name or flag never hides the secret after it
+    ("server_args=ServerArgs(api_key='sk-4', port=1)", "server_args=ServerArgs(api_key=********, port=1)"),
+    ("--enable-x --api-key sk-5 --foo=--bar --hf-token=t6", "--enable-x --api-key ******** --foo=--bar --hf-token=********"),
+    ("--api-key=--not-a-value", "--api-key=--not-a-value"),
+])
+def test_redact_text_patterns(text, expected):
+    assert ew.redact_text(text) == expected
+
+
+def test_redact_argv_lists_and_literals():
+    out = ew.redact({"argv": ["sglang", "--api-key", "sk-3", "--port", "1", "--hf-token", "--x"],
+                     "cmd": ["--admin-api-key=adm"], "n": 7, "nested": {"deeper": ["key sk-long-3 here"]}},
+                    secrets=["sk-long-3", "", None])
+    assert out["argv"] == ["sglang", "--api-key", "********", "--port", "1", "--hf-token", "--x"]
+    assert out["cmd"] == ["--admin-api-key=********"] and out["n"] == 7
+    assert out["nested"]["deeper"] == ["key ******** here"]
+
+
+@pytest.mark.parametrize("text", ["a." * 500000 + ":", "--a " * 250000 + "x", "//a" * 300000 + "@",
+                                  'a="' * 300000, "api_key=" + '"' * 1000000, "--api-key" + " " * 1000000])
+def test_redact_text_is_linear_on_hostile_strings(text):
+    # a server decides what is in the body (up to max_body_bytes): no pattern may backtrack quadratically
+    start = time.monotonic()
+    ew.redact_text(text)
+    assert time.monotonic() - start < 2.0
+
+
+def test_redact_longest_secret_first():
+    assert ew.redact_text("abc-long", ["abc", "abc-long"]) == "********"
+
+
+@pytest.mark.parametrize("host,local", [
+    ("127.0.0.1", True), ("127.9.8.7", True), ("::1", True), ("[::1]", True), ("localhost", True),
+    ("LOCALHOST.", True), ("api.localhost", True), ("169.254.169.254", True), ("fe80::1", True),
+    ("fe80::1%eth0", True), ("::ffff:127.0.0.1", True), ("0.0.0.0", True), ("::", True), ("127.1", True),
+    ("0x7f000001", True), ("2130706433", True),
+    ("10.0.0.1", False), ("192.168.1.1", False), ("sglang.example.com", False), ("localhost.example.com", False),
+    ("8.8.8.8", False), ("2001:db8::1", False), ("beef", False), ("", False), (None, False),
+])
+def test_is_local_host(host, local):
+    assert ew.is_local_host(host) is local
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("http://user:pw@127.0.0.1:1/x", "http://********@127.0.0.1:1/x"),
+    ("https://a:b@c@host/p?q=1", "https://********@host/p?q=1"),
+    ("http://127.0.0.1:1/x?mail=a@b", "http://127.0.0.1:1/x?mail=a@b"),
+    ("no url", "no url"),
+])
+def test_mask_userinfo(text, expected):
+    assert ew.mask_userinfo(text) == expected
+
+
+def test_clean_text_escapes_controls_and_caps_length():
+    assert ew.clean_text("a\x00b\x1bc\r\nd") == "a\\x00b\\x1bc  d"
+    long = ew.clean_text("x" * 1000, limit=10)
+    assert long.startswith("x" * 10) and "990 characters cut" in long
+    assert ew.clean_text(None) == "" and ew.clean_text(b"\xff") == "\ufffd"
+
+
+def test_filter_keys():
+    assert ew.filter_keys({"a": 1, "b": 2}, ["b", "c"]) == {"b": 2}
+    assert ew.filter_keys([1], ["a"]) is None
 
 
 def test_redact_nested_and_strings():
@@ -127,6 +229,79 @@ def test_redact_nested_and_strings():
     assert out["other_cmd"] == "x --admin-api-key=******** y"
     assert out["internal_states"][0] == {"hf_token": ew.REDACTED, "note": "key ******** leaked"}
     assert data["api_key"] == "sk-123"  # input untouched
+
+
+@pytest.mark.parametrize("depth", [101, 900, 5000, 100000])
+def test_decode_json_body_refuses_deep_nesting(depth):
+    for body in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth):
+        data, problem = ew.decode_json_body(body.encode())
+        assert data is None and "nested deeper than 100 levels" in problem
+
+
+def test_decode_json_body_reasons():
+    assert ew.decode_json_body(b"[" * 100 + b"]" * 100)[1] is None
+    assert ew.decode_json_body(None) == (None, "the answer has no body")
+    assert "not UTF-8" in ew.decode_json_body(b"\xff{")[1]
+    assert "empty body" in ew.decode_json_body(b"  ")[1]
+    assert ew.decode_json_body(b"OK")[1] == "the answer is not JSON"
+    assert "not valid JSON" in ew.decode_json_body(b'{"a": ')[1]
+    assert "not valid JSON" in ew.decode_json_body(b"1" * 5000, "application/json")[1]  # int digits limit
+
+
+def test_json_depth_counts_without_recursion():
+    deep = []
+    for dummy in range(50000):
+        deep = [deep]
+    assert ew.json_depth(deep, 100) == 101
+    assert ew.json_depth({"a": [1, {"b": 2}]}, 100) == 3 and ew.json_depth(5, 100) == 0
+
+
+def test_read_capped_reads_up_to_the_limit_only():
+    class Counting(io.BytesIO):
+        asked = 0
+
+        def read1(self, size=-1):
+            Counting.asked += size
+            return super().read1(size)
+
+    assert ew.read_capped(io.BytesIO(b"x" * 10), 10) == (b"x" * 10, True)
+    big = Counting(b"y" * (10 * 1024 * 1024))
+    assert ew.read_capped(big, 1024 * 1024) == (None, False)
+    assert Counting.asked == 1024 * 1024 + 1  # never more than limit + 1 bytes asked for
+    assert ew.read_capped(io.BytesIO(b""), 5) == (b"", True)
+
+
+def test_watchdog_interrupts_a_blocked_read():
+    left, right = socket.socketpair()
+    try:
+        left.settimeout(30)  # the socket timeout alone would wait 30 s
+        watchdog = ew.RequestWatchdog()
+        assert watchdog.usable
+        start = time.monotonic()
+        with pytest.raises(ew.RequestDeadline):
+            watchdog.run(0.3, left.recv, 1)
+        assert 0.25 <= time.monotonic() - start < 2
+        # disarmed afterwards: a later call runs to completion
+        right.sendall(b"z")
+        assert watchdog.run(5, left.recv, 1) == b"z"
+        time.sleep(0.05)
+        watchdog.close()
+    finally:
+        left.close()
+        right.close()
+
+
+def test_watchdog_outside_the_main_thread_does_nothing():
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(ew.RequestWatchdog().run(0.01, lambda: "done")))
+    thread.start()
+    thread.join()
+    assert seen == ["done"]
+
+
+def test_is_finite_positive():
+    assert ew.is_finite_positive(0.1)
+    assert not any(ew.is_finite_positive(v) for v in (0, -1, float("nan"), float("inf"), float("-inf"), None))
 
 
 def test_parse_json_body():
@@ -368,3 +543,34 @@ def test_wait_fails_before_polling_when_unit_already_failed():
     result = run(clock, probe, unit_watcher=watcher)
     assert result["failed"] and result["attempts"] == 0 and probe.timeouts == []
     assert "is failed" in result["msg"]
+
+
+# --- hostile answers in the loop -------------------------------------------------------------
+
+def test_loop_reports_redirects_and_body_problems_as_reasons():
+    clock = FakeClock()
+    answers = [{"status": 302, "reason": "redirect to http://********@other:1/, not followed", "msg": "HTTP Error 302"},
+               {"status": 503, "body_problem": "the body is larger than max_body_bytes, 10 bytes; it was not read"},
+               {"status": 200, "body": b"[" * 5000 + b"]" * 5000},
+               {"status": 200, "body": b'{"ok": true}'}]
+
+    def probe(request_timeout):
+        clock.now += 0.01
+        return answers.pop(0)
+
+    result = run(clock, probe, json_check=lambda data: (bool(data.get("ok")), "not ok"))
+    assert result["ready"] and result["attempts"] == 4
+    reasons = [e.get("reason") for e in result["status_history"]]
+    assert reasons[0] == "redirect to http://********@other:1/, not followed"
+    assert reasons[1].startswith("the body is larger than max_body_bytes")
+    assert reasons[2] is None  # the last 200 counted
+    assert result["json"] == {"ok": True}
+
+
+def test_loop_json_problem_with_json_check_is_not_yet():
+    clock = FakeClock()
+    probe = Timeline(clock, [], default=(200, 0, b"[" * 100000 + b"]" * 100000))
+    result = run(clock, probe, timeout=1, json_check=lambda data: (True, ""))
+    assert result["failed"] and "json_query: the answer is not usable JSON: nested deeper than 100 levels" in result["msg"]
+    assert result["status_history"][0]["reason"].startswith("json_query: the answer is not usable JSON")
+    assert result["json"] is None

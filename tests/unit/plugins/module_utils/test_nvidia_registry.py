@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import nvidia_registry as nr
@@ -402,10 +404,219 @@ def test_options_line_round_trips_through_the_kernel_splitter():
 
 
 # ---------------------------------------------------------------------------------------------
-# compare_with_loaded / compare_with_driver_facts
+# compare_with_loaded / compare_with_driver_facts: verification by effective value
 # ---------------------------------------------------------------------------------------------
 
 DEFAULTS = {"DmaRemapPeerMmio": 1, "EnableStreamMemOPs": 0, "RmProfilingAdminOnly": 1, "RegistryDwords": ""}
+
+# /proc/driver/nvidia/params of a real H200 host, open kernel module 580.159.04, no options set
+# (verbatim from /work/shared/reference/real-gpu-hosts.md).
+H200_580_PARAMS = """\
+ResmanDebugLevel: 4294967295
+RmLogonRC: 1
+ModifyDeviceFiles: 1
+DeviceFileUID: 0
+DeviceFileGID: 0
+DeviceFileMode: 438
+InitializeSystemMemoryAllocations: 1
+UsePageAttributeTable: 4294967295
+EnableMSI: 1
+EnablePCIeGen3: 0
+MemoryPoolSize: 0
+KMallocHeapMaxSize: 0
+VMallocHeapMaxSize: 0
+IgnoreMMIOCheck: 0
+EnableStreamMemOPs: 0
+EnableUserNUMAManagement: 1
+NvLinkDisable: 1
+RmProfilingAdminOnly: 0
+PreserveVideoMemoryAllocations: 0
+EnableS0ixPowerManagement: 0
+S0ixPowerManagementVideoMemoryThreshold: 256
+DynamicPowerManagement: 3
+DynamicPowerManagementVideoMemoryThreshold: 200
+RegisterPCIDriver: 1
+EnablePCIERelaxedOrderingMode: 0
+EnableResizableBar: 0
+EnableGpuFirmware: 18
+EnableGpuFirmwareLogs: 2
+RmNvlinkBandwidthLinkCount: 0
+EnableDbgBreakpoint: 0
+OpenRmEnableUnsupportedGpus: 1
+DmaRemapPeerMmio: 1
+ImexChannelCount: 2048
+CreateImexChannel0: 0
+GrdmaPciTopoCheckOverride: 0
+CoherentGPUMemoryMode: ""
+RegistryDwords: ""
+RegistryDwordsPerDevice: ""
+RmMsg: ""
+GpuBlacklist: ""
+TemporaryFilePath: ""
+ExcludedGpus: ""
+"""
+
+
+def _driver_facts(params_text, version="580.159.04"):
+    """The nvidia_driver facts gpu_host_facts builds from a params file (same parsers)."""
+    from ansible_collections.llmserve.sglang.plugins.module_utils.gpu_sysfs import parse_nvidia_params
+
+    params = parse_nvidia_params(params_text)
+    values, notes = nr.inspect_registry_dwords(params.get("RegistryDwords") or "")
+    return {"loaded": True, "version": version, "params": params, "registry_dwords": values,
+            "registry_dwords_notes": notes}
+
+
+def _h200(registry_dwords=None, **live):
+    """The H200 params, optionally loaded with a RegistryDwords string and other live values."""
+    text = H200_580_PARAMS
+    for key, value in live.items():
+        text = re.sub(r"^%s: \d+$" % key, "%s: %d" % (key, value), text, count=1, flags=re.M)
+    if registry_dwords is not None:
+        text = text.replace('\nRegistryDwords: ""', '\nRegistryDwords: "%s"' % registry_dwords, 1)
+    return _driver_facts(text)
+
+
+def test_h200_fixture_helper_changes_only_what_it_is_told():
+    assert _h200()["params"]["DmaRemapPeerMmio"] == 1
+    assert _h200()["params"]["RegistryDwords"] == ""
+    changed = _h200("DmaRemapPeerMmio=0", DmaRemapPeerMmio=0)
+    assert changed["params"]["DmaRemapPeerMmio"] == 0
+    assert changed["registry_dwords"] == {"DmaRemapPeerMmio": 0}
+    assert len(changed["params"]) == len(_h200()["params"]) == 42
+
+
+def test_h200_driver_default_is_in_effect_without_a_reboot():
+    # The issue: the driver runs DmaRemapPeerMmio 1 by default and RegistryDwords is empty.
+    result = nr.compare_with_driver_facts(_h200(), {"DmaRemapPeerMmio": 1}, {})
+    assert result["pending"] == []
+    assert result["reboot_required"] is False
+    assert result["states"] == {"DmaRemapPeerMmio": "in effect (driver default)"}
+    assert result["loaded_values"] == {"DmaRemapPeerMmio": 1}
+    assert result["status"] == "driver 580.159.04 loaded with the wanted options; DmaRemapPeerMmio: in effect (driver default)"
+
+
+def test_h200_different_value_is_pending_and_needs_a_reboot():
+    result = nr.compare_with_driver_facts(_h200(), {"DmaRemapPeerMmio": 0}, {})
+    assert result["status"] == (
+        "driver 580.159.04 loaded with options that differ from the wanted ones; "
+        "DmaRemapPeerMmio: pending: loaded 1, wanted 0"
+    )
+    assert result["pending"] == ["DmaRemapPeerMmio"]
+    assert result["reboot_required"] is True
+    assert result["states"] == {"DmaRemapPeerMmio": "pending: loaded 1, wanted 0"}
+
+
+def test_h200_after_loading_the_file_the_key_is_in_effect():
+    # what the H200 shows once it booted with the role's file
+    result = nr.compare_with_driver_facts(_h200("DmaRemapPeerMmio=0", DmaRemapPeerMmio=0), {"DmaRemapPeerMmio": 0}, {})
+    assert result["pending"] == [] and result["reboot_required"] is False
+    assert result["states"] == {"DmaRemapPeerMmio": "in effect"}
+
+
+def test_live_value_beats_the_registry_string_for_printed_keys():
+    # RegistryDwords names the key but the printed live value is another one: the live value decides
+    driver = _h200("DmaRemapPeerMmio=0")
+    result = nr.compare_with_driver_facts(driver, {"DmaRemapPeerMmio": 0}, {})
+    assert result["states"] == {"DmaRemapPeerMmio": "pending: loaded 1, wanted 0"}
+    assert result["loaded_values"] == {"DmaRemapPeerMmio": 1}
+
+
+def test_key_the_driver_does_not_print_is_decided_by_the_registry_string():
+    want = {"RMForceStaticBar1": 1}
+    assert "RMForceStaticBar1" not in _h200()["params"]
+    result = nr.compare_with_driver_facts(_h200("RMForceStaticBar1=1"), want, {})
+    assert result["pending"] == [] and result["states"] == {"RMForceStaticBar1": "in effect"}
+    result = nr.compare_with_driver_facts(_h200("RMForceStaticBar1=2"), want, {})
+    assert result["pending"] == ["RMForceStaticBar1"]
+    assert result["states"] == {"RMForceStaticBar1": "pending: loaded 2, wanted 1"}
+    assert result["reboot_required"] is True
+    result = nr.compare_with_driver_facts(_h200(), want, {})
+    assert result["pending"] == ["RMForceStaticBar1"]
+    assert result["states"] == {"RMForceStaticBar1": "pending: not set in the loaded RegistryDwords, wanted 1"}
+    assert result["loaded_values"] == {"RMForceStaticBar1": None}
+
+
+def test_registry_string_read_with_the_driver_grammar():
+    # octal in the loaded string: 010 is 8 to the driver
+    result = nr.compare_with_driver_facts(_h200("RMPcieP2PType=010"), {"RMPcieP2PType": 8}, {})
+    assert result["states"] == {"RMPcieP2PType": "in effect"}
+
+
+def test_stale_registry_key_is_pending_removal():
+    driver = _h200("DmaRemapPeerMmio=1;RMForceStaticBar1=1")
+    result = nr.compare_with_driver_facts(driver, {"DmaRemapPeerMmio": 1}, {})
+    assert result["pending"] == ["RMForceStaticBar1"]
+    assert result["reboot_required"] is True
+    assert result["states"]["DmaRemapPeerMmio"] == "in effect"
+    assert result["states"]["RMForceStaticBar1"].startswith(
+        "pending removal: the loaded RegistryDwords sets RMForceStaticBar1=1, which is no longer wanted"
+    )
+    assert result["loaded_values"]["RMForceStaticBar1"] == 1
+    assert "RMForceStaticBar1: pending removal" in result["status"]
+
+
+def test_stale_printed_key_is_pending_removal_too():
+    # nothing wanted any more, the driver was loaded with DmaRemapPeerMmio=0
+    result = nr.compare_with_driver_facts(_h200("DmaRemapPeerMmio=0", DmaRemapPeerMmio=0), {}, {})
+    assert result["pending"] == ["DmaRemapPeerMmio"]
+    assert result["states"]["DmaRemapPeerMmio"].startswith("pending removal:")
+
+
+def test_key_names_are_case_sensitive_like_the_driver():
+    result = nr.compare_with_driver_facts(_h200(), {"dmaRemapPeerMmio": 0}, {})
+    assert result["pending"] == ["dmaRemapPeerMmio"]
+    assert result["states"]["dmaRemapPeerMmio"] == (
+        "pending: not set in the loaded RegistryDwords, wanted 0 (the driver matches key names "
+        "case-sensitively, so dmaRemapPeerMmio is not its option DmaRemapPeerMmio)"
+    )
+    # a lower-case key in the loaded string did not touch the static option: still 1
+    result = nr.compare_with_driver_facts(_h200("dmaremappeermmio=0"), {"DmaRemapPeerMmio": 0}, {})
+    assert result["pending"] == ["DmaRemapPeerMmio", "dmaremappeermmio"]
+    assert result["states"]["DmaRemapPeerMmio"] == "pending: loaded 1, wanted 0"
+    assert result["states"]["dmaremappeermmio"].startswith("pending removal:")
+
+
+def test_module_params_are_verified_by_their_printed_value():
+    params = {
+        "NVreg_DmaRemapPeerMmio": 1,
+        "NVreg_EnableStreamMemOPs": 1,
+        "NVreg_RestrictProfilingToAdminUsers": 0,  # printed as RmProfilingAdminOnly
+    }
+    result = nr.compare_with_driver_facts(_h200(), {}, params)
+    assert result["pending"] == ["NVreg_EnableStreamMemOPs"]
+    assert result["states"] == {
+        "NVreg_DmaRemapPeerMmio": "in effect",
+        "NVreg_EnableStreamMemOPs": "pending: loaded 0, wanted 1",
+        "NVreg_RestrictProfilingToAdminUsers": "in effect",
+    }
+
+
+def test_unverifiable_option_is_reported_but_not_pending():
+    result = nr.compare_with_driver_facts(_h200(), {"DmaRemapPeerMmio": 1}, {"NVreg_GpuInitOnProbe": 1})
+    assert result["pending"] == [] and result["reboot_required"] is False
+    assert result["unverifiable"] == ["NVreg_GpuInitOnProbe"]
+    assert result["states"]["NVreg_GpuInitOnProbe"] == "unverifiable: the driver does not print GpuInitOnProbe"
+    assert result["status"].startswith("driver 580.159.04 loaded; nothing pending, but it does not print every wanted option; ")
+
+
+def test_standalone_option_takes_over_a_key_from_the_loaded_registry_string():
+    # moved from RegistryDwords to NVreg_DmaRemapPeerMmio with the same value: nothing to reload
+    driver = _h200("DmaRemapPeerMmio=0", DmaRemapPeerMmio=0)
+    result = nr.compare_with_driver_facts(driver, {}, {"NVreg_DmaRemapPeerMmio": 0})
+    assert result["pending"] == []
+    assert result["states"] == {"NVreg_DmaRemapPeerMmio": "in effect (the loaded driver has it from RegistryDwords)"}
+    result = nr.compare_with_driver_facts(driver, {}, {"NVreg_DmaRemapPeerMmio": 1})
+    assert result["pending"] == ["NVreg_DmaRemapPeerMmio"]
+    assert result["states"] == {"NVreg_DmaRemapPeerMmio": "pending: loaded 0, wanted 1"}
+
+
+def test_stale_key_named_like_a_wanted_option_is_kept_apart():
+    driver = _h200("NVreg_EnableStreamMemOPs=1")
+    result = nr.compare_with_driver_facts(driver, {}, {"NVreg_EnableStreamMemOPs": 0})
+    assert result["states"]["NVreg_EnableStreamMemOPs"] == "in effect"
+    assert result["states"]["RegistryDwords[NVreg_EnableStreamMemOPs]"].startswith("pending removal:")
+    assert result["pending"] == ["RegistryDwords[NVreg_EnableStreamMemOPs]"]
 
 
 def test_compare_all_applied():
@@ -414,13 +625,7 @@ def test_compare_all_applied():
     assert result["pending"] == []
     assert result["unverifiable"] == []
     assert result["loaded"] == {"DmaRemapPeerMmio": 1, "RMPcieP2PType": 2, "NVreg_EnableStreamMemOPs": 1}
-
-
-def test_compare_registry_missing_from_loaded_string():
-    # the static value happens to match the default, but the RegistryDwords string lacks the key:
-    # the file has not been loaded yet
-    result = nr.compare_with_loaded({"DmaRemapPeerMmio": 1}, {}, DEFAULTS)
-    assert result["pending"] == ["DmaRemapPeerMmio"]
+    assert set(result["states"].values()) == {"in effect"}
 
 
 def test_compare_static_value_differs():
@@ -445,32 +650,57 @@ def test_compare_alias_and_unverifiable():
     assert result["unverifiable"] == ["NVreg_GpuInitOnProbe"]
 
 
-def test_compare_leftover_registry_keys_are_pending():
-    loaded = dict(DEFAULTS, RegistryDwords="DmaRemapPeerMmio=1;RMForceStaticBar1=1")
-    assert nr.compare_with_loaded({"DmaRemapPeerMmio": 1}, {}, loaded)["pending"] == ["RegistryDwords"]
-    # and with an explicit loaded_registry argument
-    assert nr.compare_with_loaded({}, {}, DEFAULTS, {"Old": 1})["pending"] == ["RegistryDwords"]
+def test_compare_explicit_loaded_registry():
+    assert nr.compare_with_loaded({}, {}, DEFAULTS, {"Old": 1})["pending"] == ["Old"]
+
+
+def test_printed_string_value_does_not_count_as_live_number():
+    # a wanted key that the driver prints as a string option: only the registry string can tell
+    result = nr.compare_with_loaded({"RmMsg": 1}, {}, dict(DEFAULTS, RmMsg=""))
+    assert result["states"] == {"RmMsg": "pending: not set in the loaded RegistryDwords, wanted 1"}
+    result = nr.compare_with_loaded({"RmMsg": 1}, {}, dict(DEFAULTS, RmMsg="", RegistryDwords="RmMsg=1"))
+    assert result["states"] == {"RmMsg": "in effect"}
+
+
+@pytest.mark.parametrize(
+    "registry, params, message",
+    [
+        ({"DmaRemapPeerMmio": "010"}, {}, "octal"),
+        ({"DmaRemapPeerMmio": True}, {}, "boolean"),
+        ({"DmaRemapPeerMmio": 1}, {"NVreg_DmaRemapPeerMmio": 1}, "silently win"),
+        ({}, {"EnableStreamMemOPs": 1}, "does not start with NVreg_"),
+        ("DmaRemapPeerMmio=1", {}, "must be a mapping"),
+    ],
+)
+def test_compare_refuses_invalid_wanted_options(registry, params, message):
+    for driver in (_h200(), None):
+        with pytest.raises(ValueError, match=message):
+            nr.compare_with_driver_facts(driver, registry, params)
+
+
+def test_compare_survives_hostile_loaded_values():
+    params = dict(DEFAULTS, DmaRemapPeerMmio="junk\x00", EnableStreamMemOPs=True,
+                  RegistryDwords="A\x1b[31m=1;\nB=2;" + "K=1;" * 10000 + "C=1=2;=3;D=")
+    result = nr.compare_with_loaded({"DmaRemapPeerMmio": 1, "B": 2}, {"NVreg_EnableStreamMemOPs": 1}, params)
+    # unreadable live values are not numbers: DmaRemapPeerMmio falls back to the registry string
+    assert result["states"]["DmaRemapPeerMmio"] == "pending: not set in the loaded RegistryDwords, wanted 1"
+    assert result["states"]["NVreg_EnableStreamMemOPs"].startswith("unverifiable")
+    assert result["states"]["B"] == "in effect"  # whitespace is removed by the driver
+    assert sorted(k for k in result["pending"] if k not in ("DmaRemapPeerMmio",)) == ["A\x1b[31m", "K"]
 
 
 def test_compare_with_driver_facts_not_loaded():
     for driver in (None, {}, {"loaded": False, "version": None, "params": {}}):
         result = nr.compare_with_driver_facts(driver, {"DmaRemapPeerMmio": 1}, {"NVreg_EnableStreamMemOPs": 1})
         assert result["loaded"] is False
-        assert result["pending"] == []
+        assert result["pending"] == [] and result["reboot_required"] is False
+        assert result["states"] == {}
         assert result["status"].startswith("driver not loaded")
 
 
-def test_compare_with_driver_facts_loaded():
-    driver = {
-        "loaded": True,
-        "version": "595.45.04",
-        "params": dict(DEFAULTS, DmaRemapPeerMmio=0, RegistryDwords="DmaRemapPeerMmio=0"),
-        "registry_dwords": {"DmaRemapPeerMmio": 0},
-    }
-    result = nr.compare_with_driver_facts(driver, {"DmaRemapPeerMmio": 1}, {})
-    assert result["loaded"] is True
-    assert result["pending"] == ["DmaRemapPeerMmio"]
-    assert result["status"] == "driver 595.45.04 loaded; differs from the wanted options for: DmaRemapPeerMmio"
-    result = nr.compare_with_driver_facts(driver, {"DmaRemapPeerMmio": 0}, {})
-    assert result["pending"] == []
-    assert result["status"] == "driver 595.45.04 loaded with the wanted options"
+def test_compare_with_driver_facts_nothing_wanted_nothing_set():
+    result = nr.compare_with_driver_facts(_h200(), {}, {})
+    assert result["pending"] == [] and result["states"] == {}
+    assert result["status"] == "driver 580.159.04 loaded with the wanted options"
+    result = nr.compare_with_driver_facts(dict(_h200(), version=None), {}, {})
+    assert result["status"] == "driver (unknown version) loaded with the wanted options"

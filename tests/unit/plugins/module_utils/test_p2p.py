@@ -86,8 +86,9 @@ def test_matrix_all_good():
     assert matrix['bad_pairs'] == [] and matrix['unknown_pairs'] == []
     assert matrix['largest_p2p_group'] == GPUS
     pair = matrix['pairs']['0000:01:00.0->0000:81:00.0']
-    assert pair == {'src': '0000:01:00.0', 'dst': '0000:81:00.0', 'topology': 'OK', 'functional': True, 'ok': True,
-                    'detail': ''}
+    assert pair == {'src': '0000:01:00.0', 'dst': '0000:81:00.0', 'kind': 'p2p', 'topology': 'OK', 'functional': True,
+                    'ok': True, 'detail': ''}
+    assert matrix['skipped'] is None and matrix['ipc_failed'] == []
 
 
 def test_matrix_driver_says_ok_but_pairs_fail():
@@ -140,3 +141,66 @@ def test_matrix_rejects_bad_addresses():
 def test_recorded_outputs_are_consistent_with_the_fixture_gpus():
     data = json.loads(recorded('p2p_check_4gpu_ok.json'))
     assert [device['pci_address'] for device in data['devices']] == GPUS
+
+
+def _one_gpu_result(ok, detail=''):
+    return {'pairs': [{'src': '0000:00:06.0', 'dst': '0000:00:06.0', 'kind': 'ipc', 'ok': ok, 'detail': detail,
+                       'can_access_peer': None}]}
+
+
+def test_one_gpu_ipc_test_passed():
+    matrix = p2p.build_matrix(['0000:00:06.0'], functional=p2p.parse_p2p_check(_one_gpu_result(True)))
+    assert matrix['ok'] is True and matrix['tested'] is True and matrix['bad_pairs'] == []
+    assert matrix['pairs'] == {'0000:00:06.0->0000:00:06.0': {
+        'src': '0000:00:06.0', 'dst': '0000:00:06.0', 'kind': 'ipc', 'topology': None, 'functional': True, 'ok': True,
+        'detail': ''}}
+    assert matrix['largest_p2p_group'] == ['0000:00:06.0']
+
+
+def test_one_gpu_ipc_test_failed():
+    matrix = p2p.build_matrix(['0000:00:06.0'], functional=p2p.parse_p2p_check(_one_gpu_result(
+        False, 'peer mapping failed: cudaIpcOpenMemHandle failed: invalid argument (1)')))
+    assert matrix['ok'] is False
+    assert matrix['bad_pairs'] == ['0000:00:06.0->0000:00:06.0'] and matrix['ipc_failed'] == ['0000:00:06.0']
+    assert matrix['pairs']['0000:00:06.0->0000:00:06.0']['detail'] == (
+        'CUDA IPC between two processes on this GPU failed; peer mapping failed: cudaIpcOpenMemHandle failed: '
+        'invalid argument (1)')
+    assert matrix['largest_p2p_group'] == []
+
+
+def test_one_gpu_without_its_ipc_result_is_unknown():
+    # an older p2p_check.py printed no pair for one GPU: tested, but nothing known
+    matrix = p2p.build_matrix(['0000:00:06.0'], functional={})
+    assert matrix['ok'] is None and matrix['unknown_pairs'] == ['0000:00:06.0->0000:00:06.0']
+
+
+def test_a_gpu_whose_ipc_failed_is_left_out_of_the_largest_group():
+    good = dict(((src, dst), {'ok': True, 'detail': '', 'can_access_peer': True, 'kind': 'p2p'})
+                for src in GPUS[:3] for dst in GPUS[:3] if src != dst)
+    good[(GPUS[1], GPUS[1])] = {'ok': False, 'detail': 'x', 'can_access_peer': None, 'kind': 'ipc'}
+    matrix = p2p.build_matrix(GPUS[:3], functional=good)
+    assert matrix['ok'] is False and matrix['ipc_failed'] == [GPUS[1]]
+    assert matrix['largest_p2p_group'] == [GPUS[0], GPUS[2]]
+
+
+@pytest.mark.parametrize('gpus, unknown', [
+    (GPUS[:2], ['0000:01:00.0->0000:41:00.0', '0000:41:00.0->0000:01:00.0']),
+    (GPUS[:1], ['0000:01:00.0->0000:01:00.0']),
+])
+def test_skipped_test_is_not_tested_not_passed(gpus, unknown):
+    matrix = p2p.build_matrix(gpus, functional=p2p.parse_p2p_check(recorded('p2p_check_4gpu_ok.json')),
+                              skipped='skipped in check mode')
+    assert matrix['ok'] is None and matrix['tested'] is False and matrix['skipped'] == 'skipped in check mode'
+    assert matrix['unknown_pairs'] == unknown and matrix['bad_pairs'] == []
+    assert all(pair['detail'] == 'not tested: skipped in check mode' for pair in matrix['pairs'].values())
+
+
+def test_skipped_without_gpus_is_ok():
+    assert p2p.build_matrix([], skipped='skipped in check mode')['ok'] is True
+
+
+def test_parse_p2p_check_kind_must_match_the_pair():
+    with pytest.raises(p2p.P2PParseError, match='with src == dst has "kind" \'p2p\', expected \'ipc\''):
+        p2p.parse_p2p_check({'pairs': [{'src': '0000:01:00.0', 'dst': '0000:01:00.0', 'ok': True, 'kind': 'p2p'}]})
+    results = p2p.parse_p2p_check(recorded('p2p_check_4gpu_ok.json'))  # version 1 output, no "kind"
+    assert {result['kind'] for result in results.values()} == {'p2p'}

@@ -31,16 +31,8 @@ class Clock(object):
         self.now += seconds
 
 
-class Response(object):
-    def __init__(self, body):
-        self._body = body
-        self.closed = False
-
-    def read(self, limit=-1):
-        return self._body
-
-    def close(self):
-        self.closed = True
+class Response(io.BytesIO):
+    """A response body that reads like a socket file: each read hands out the next bytes."""
 
 
 class FakeFetch(object):
@@ -210,9 +202,9 @@ def test_missing_jmespath_names_the_package(monkeypatch, clock):
 
 @pytest.mark.parametrize("args,needle", [
     ({"url": "127.0.0.1:30000/health"}, "url must be an absolute http"),
-    ({"url": URL, "timeout": 0}, "timeout must be greater than 0"),
-    ({"url": URL, "interval": -1}, "interval must be greater than 0"),
-    ({"url": URL, "request_timeout": 0}, "request_timeout must be greater than 0"),
+    ({"url": URL, "timeout": 0}, "timeout must be a finite number of seconds greater than 0"),
+    ({"url": URL, "interval": -1}, "interval must be a finite number of seconds greater than 0"),
+    ({"url": URL, "request_timeout": 0}, "request_timeout must be a finite number of seconds greater than 0"),
     ({"url": URL, "consecutive": 0}, "consecutive must be 1 or more"),
     ({"url": URL, "journal_lines": -1}, "journal_lines must be 0 or more"),
     ({"url": URL, "status_code": []}, "status_code must list at least one"),
@@ -221,12 +213,24 @@ def test_missing_jmespath_names_the_package(monkeypatch, clock):
     ({"url": URL, "status_code": [200, 404]}, "must not overlap; both list 404"),
     ({"url": URL, "body": {"a": 1}, "body_format": "raw"}, "body must be a string when body_format is raw"),
     ({"url": URL, "unit": " "}, "unit must be a systemd unit name"),
+    ({"url": URL, "timeout": "inf"}, "timeout must be a finite number of seconds greater than 0"),
+    ({"url": URL, "timeout": "nan"}, "timeout must be a finite number of seconds greater than 0"),
+    ({"url": URL, "timeout": 1e300}, "timeout must be a finite number of seconds greater than 0 and at most 604800"),
+    ({"url": URL, "interval": "inf"}, "interval must be a finite number of seconds greater than 0"),
+    ({"url": URL, "interval": "nan"}, "interval must be a finite number of seconds greater than 0"),
+    ({"url": URL, "request_timeout": "-inf"}, "request_timeout must be a finite number of seconds greater than 0"),
+    ({"url": URL, "request_timeout": float("inf")}, "request_timeout must be a finite number of seconds"),
+    ({"url": URL, "request_timeout": -5}, "request_timeout must be a finite number of seconds greater than 0"),
+    ({"url": URL, "max_body_bytes": 0}, "max_body_bytes must be 1 or more"),
+    ({"url": "http://[::1/health"}, "url must be an absolute http"),
+    ({"url": "http://127.0.0.1:port/health"}, "url must be an absolute http"),
+    ({"url": "http://u:pw-in-url@/health"}, "url must be an absolute http:// or https:// URL, got 'http://********@/health'"),
 ])
 def test_bad_input_is_named(monkeypatch, clock, args, needle):
     fetch = FakeFetch(clock, [(200,)])
     out = run_module(monkeypatch, args, fetch)
     assert isinstance(out, FailJson) and needle in out.result["msg"]
-    assert fetch.calls == []
+    assert fetch.calls == [] and "pw-in-url" not in json.dumps(out.result)
 
 
 def test_check_mode_does_not_wait_by_default(monkeypatch, clock):
@@ -321,11 +325,17 @@ def test_body_read_failure_keeps_status(monkeypatch, clock):
         def read(self, limit=-1):
             raise TimeoutError("timed out")
 
+        read1 = read
+
     def fetch(module, url, **kwargs):
-        return Broken(b""), {"status": 200, "msg": "OK"}
+        return Broken(b'{"a": 1}'), {"status": 200, "msg": "OK"}
 
     out = run_module(monkeypatch, {"url": URL}, fetch)
     assert isinstance(out, ExitJson) and out.result["status"] == 200 and "json" not in out.result
+    pytest.importorskip("jmespath")
+    out = run_module(monkeypatch, {"url": URL, "json_query": "a", "timeout": 1}, fetch)
+    assert isinstance(out, FailJson)
+    assert out.result["status_history"][0]["reason"] == "json_query: reading the body failed: timed out"
 
 
 def test_docs_parse_and_match_argument_spec():
@@ -418,7 +428,9 @@ def test_context_fetcher_http_error_keeps_body(monkeypatch):
     monkeypatch.setattr(wfe.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})
     resp, info = wfe.ContextFetcher(module)(module, URL, timeout=1)
-    assert info["status"] == 503 and info["body"] == b"warming up" and info["content-type"] == "text/plain"
+    # the body is left to the caller, who reads it with the max_body_bytes cap
+    assert info["status"] == 503 and info["content-type"] == "text/plain" and "body" not in info
+    assert info["msg"] == "HTTP Error 503: Service Unavailable" and resp.read() == b"warming up"
 
 
 def test_context_fetcher_bad_url_fails(monkeypatch):
@@ -432,6 +444,171 @@ def test_context_fetcher_bad_url_fails(monkeypatch):
     assert "unknown url type" in exc.value.result["msg"]
 
 
-def test_build_fetcher_falls_back_to_fetch_url(monkeypatch):
+def test_build_fetcher_without_prebuilt_context(monkeypatch):
+    # where urls.Request takes no context the same fetcher is used (never fetch_url, which reads
+    # error bodies without a cap and follows redirects)
     monkeypatch.setattr(wfe, "_request_takes_context", lambda: False)
-    assert wfe.build_fetcher(_module_for(monkeypatch, {"url": URL})) is wfe.fetch_url
+    fetcher = wfe.build_fetcher(_module_for(monkeypatch, {"url": URL}))
+    assert isinstance(fetcher, wfe.ContextFetcher) and fetcher.context is None
+    assert fetcher.request.follow_redirects == "none"
+
+
+# --- security review (issue 13) -----------------------------------------------------------------
+
+def _loopback_open(monkeypatch):
+    calls = []
+
+    def fake_open(self, method, url, **kwargs):
+        calls.append(dict(kwargs, url=url, follow_redirects=self.follow_redirects))
+        return _Resp()
+
+    monkeypatch.setattr(wfe.urls.Request, "open", fake_open)
+    return calls
+
+
+@pytest.mark.parametrize("url,proxied", [
+    ("http://127.0.0.1:30000/health", False), ("http://localhost:30000/health", False),
+    ("http://[::1]:30000/health", False), ("http://169.254.169.254/latest", False),
+    ("http://[fe80::1%25eth0]:30000/health", False), ("http://u:p@127.0.0.1:1/x", False),
+    ("http://sglang.example.com:30000/health", True), ("https://10.0.0.7/health", True),
+])
+def test_fetcher_never_proxies_loopback_and_never_redirects(monkeypatch, url, proxied):
+    calls = _loopback_open(monkeypatch)
+    module = _module_for(monkeypatch, {"url": url})
+    wfe.ContextFetcher(module)(module, url, timeout=1)
+    assert calls[0]["use_proxy"] is proxied and calls[0]["follow_redirects"] == "none"
+
+
+def test_fetcher_use_proxy_false_stays_false(monkeypatch):
+    calls = _loopback_open(monkeypatch)
+    module = _module_for(monkeypatch, {"url": URL, "use_proxy": False})
+    wfe.ContextFetcher(module)(module, "http://sglang.example.com/health", timeout=1)
+    assert calls[0]["use_proxy"] is False
+
+
+def test_fetcher_returns_a_redirect_unread_with_its_location(monkeypatch):
+    def fake_open(self, *args, **kwargs):
+        raise wfe.urllib.error.HTTPError("http://other:2/x", 302, "Found", {"Location": "http://a:b@other:2/x"},
+                                         io.BytesIO(b"moved"))
+
+    monkeypatch.setattr(wfe.urls.Request, "open", fake_open)
+    module = _module_for(monkeypatch, {"url": URL})
+    resp, info = wfe.ContextFetcher(module)(module, URL, timeout=1)
+    assert info["status"] == 302 and info["location"] == "http://a:b@other:2/x" and resp.read() == b"moved"
+
+
+def test_redirect_is_not_ready_and_location_is_masked(monkeypatch, clock):
+    def fetch(module, url, **kwargs):
+        return Response(b""), {"status": 307, "msg": "HTTP Error 307: \x1b[31mred", "location": "http://u:pw1@o:2/\x00"}
+
+    out = run_module(monkeypatch, {"url": URL, "timeout": 1}, fetch)
+    assert isinstance(out, FailJson)
+    entry = out.result["status_history"][0]
+    assert entry["status"] == 307 and entry["reason"] == "redirect to http://********@o:2/\\x00, not followed"
+    assert "pw1" not in json.dumps(out.result) and "\x1b" not in json.dumps(out.result)
+
+
+def test_error_body_is_capped(monkeypatch, clock):
+    handed_out = []
+
+    class Big(Response):
+        def read1(self, size=-1):
+            data = super().read1(size)
+            handed_out.append(len(data))
+            return data
+
+        def read(self, size=-1):
+            raise AssertionError("the body must be read in bounded chunks")
+
+    out = run_module(monkeypatch, {"url": URL, "timeout": 1, "max_body_bytes": 1000},
+                     lambda module, url, **kw: (Big(b"e" * 5000), {"status": 503, "msg": "HTTP Error 503"}))
+    assert isinstance(out, FailJson)
+    assert handed_out and sum(handed_out) == 1001 * out.result["attempts"]  # limit + 1 bytes a request, not 5000
+    assert "larger than max_body_bytes, 1000 bytes" in out.result["status_history"][0]["reason"]
+
+
+def test_success_body_over_the_cap_fails_json_query_but_not_status(monkeypatch, clock):
+    pytest.importorskip("jmespath")
+    body = json.dumps({"ok": True, "pad": "x" * 2000}).encode()
+    fetch = FakeFetch(clock, [], default=(200, body))
+    out = run_module(monkeypatch, {"url": URL, "timeout": 1, "max_body_bytes": 1024, "json_query": "ok"}, fetch)
+    assert isinstance(out, FailJson) and "json_query: the body is larger than max_body_bytes" in out.result["msg"]
+    plain = run_module(monkeypatch, {"url": URL, "max_body_bytes": 1024}, FakeFetch(clock, [(200, body)]))
+    assert isinstance(plain, ExitJson) and plain.result["ready"] and "json" not in plain.result
+
+
+def test_request_deadline_inside_the_body_read(monkeypatch, clock):
+    class Stalled(Response):
+        def read1(self, size=-1):
+            raise endpoint_wait.RequestDeadline()
+
+    out = run_module(monkeypatch, {"url": URL, "timeout": 1, "json_query": "ok"},
+                     lambda module, url, **kw: (Stalled(b""), {"status": 200, "msg": "OK"}))
+    assert isinstance(out, FailJson)
+    assert "the body was not read completely within" in out.result["status_history"][0]["reason"]
+
+
+def test_request_deadline_before_the_answer_is_no_connection(monkeypatch, clock):
+    def fetch(module, url, **kwargs):
+        raise endpoint_wait.RequestDeadline()
+
+    out = run_module(monkeypatch, {"url": URL, "timeout": 1}, fetch)
+    assert isinstance(out, FailJson) and out.result["status"] == -1
+    assert "no complete answer within" in out.result["status_history"][0]["reason"]
+
+
+def test_deep_json_is_never_a_traceback(monkeypatch, clock):
+    deep = b"[" * 100000 + b"]" * 100000
+    out = run_module(monkeypatch, {"url": URL}, FakeFetch(clock, [(200, deep)]))
+    assert isinstance(out, ExitJson) and out.result["ready"] and "json" not in out.result
+    pytest.importorskip("jmespath")
+    out = run_module(monkeypatch, {"url": URL, "json_query": "a", "timeout": 1}, FakeFetch(clock, [], default=(200, deep)))
+    assert isinstance(out, FailJson) and "nested deeper than 100 levels" in out.result["msg"]
+
+
+def test_secrets_headers_and_url_password_are_masked_everywhere(monkeypatch, clock):
+    body = json.dumps({"echo": "lit-1 hdr-2 tok-3 pw:4", "mode": "x"}).encode()
+    fetch = FakeFetch(clock, [(200, body)])
+    out = run_module(monkeypatch, {"url": "http://svc:pw%3A4@127.0.0.1:30000/health", "secrets": ["lit-1"],
+                                   "headers": {"X-Api-Key": "hdr-2", "Authorization": "Bearer tok-3", "X-Mode": "x"}},
+                     fetch)
+    assert isinstance(out, ExitJson)
+    assert out.result["json"] == {"echo": "******** ******** ******** ********", "mode": "x"}
+    assert "http://********@127.0.0.1:30000/health answered 200" in out.result["msg"]
+
+
+def test_json_keys_filters_after_the_query(monkeypatch, clock):
+    pytest.importorskip("jmespath")
+    body = json.dumps({"speculative_algorithm": "EAGLE", "version": "0.5.23", "model_path": "/m"}).encode()
+    out = run_module(monkeypatch, {"url": URL, "json_keys": ["version"], "json_query": "model_path == '/m'"},
+                     FakeFetch(clock, [(200, body)]))
+    assert isinstance(out, ExitJson) and out.result["json"] == {"version": "0.5.23"}
+    listed = run_module(monkeypatch, {"url": URL, "json_keys": ["version"]}, FakeFetch(clock, [(200, b"[1, 2]")]))
+    assert isinstance(listed, ExitJson) and "json" not in listed.result
+    empty = run_module(monkeypatch, {"url": URL, "json_keys": []}, FakeFetch(clock, [(200, body)]))
+    assert empty.result["json"] == {}
+
+
+def test_journal_lines_are_masked(monkeypatch, clock):
+    system = FakeSystem([_show("active", "running", "inv3")] + [_show("failed", "failed", "inv3", 0, 1)],
+                        "server_args=ServerArgs(api_key='sk-j1', ssl_keyfile_password='kfp-j2', port=1)\n"
+                        "launch: --hf-token hf_j3 --admin-api-key=adm-j4\nextra lit-j5\n")
+    monkeypatch.setattr(basic.AnsibleModule, "run_command", system.run_command)
+    monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", system.get_bin_path)
+    out = run_module(monkeypatch, {"url": URL, "unit": "sglang.service", "secrets": ["lit-j5"]},
+                     FakeFetch(clock, [], default=(503,)))
+    assert isinstance(out, FailJson)
+    assert out.result["journal"] == [
+        "server_args=ServerArgs(api_key=********, ssl_keyfile_password=********, port=1)",
+        "launch: --hf-token ******** --admin-api-key=********", "extra ********"]
+
+
+def test_check_mode_probe_masks_and_reports_reason(monkeypatch, clock):
+    def fetch(module, url, **kwargs):
+        return Response(b""), {"status": 301, "msg": "HTTP Error 301", "location": "https://x:y@elsewhere/"}
+
+    out = run_module(monkeypatch, {"url": "http://a:b-pw@127.0.0.1:1/h", "check_mode_probe": True}, fetch,
+                     check_mode=True)
+    assert isinstance(out, ExitJson) and out.result["ready"] is False
+    assert out.result["status_history"][0]["reason"] == "redirect to https://********@elsewhere/, not followed"
+    assert "b-pw" not in json.dumps(out.result) and "redirect to https://********@elsewhere/" in out.result["msg"]

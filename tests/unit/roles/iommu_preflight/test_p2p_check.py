@@ -3,13 +3,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests for roles/iommu_preflight/files/p2p_check.py without a GPU.
 
-The CUDA calls need a GPU; what is tested here is everything around them: argument checks, the byte
-pattern check, finding libcudart, the owner/writer protocol with its timeout, and the JSON it prints,
-with fake worker processes standing in for the CUDA ones.
+What is tested here is everything around the CUDA calls: argument checks, the byte pattern check, the IPC
+handle copies, finding libcudart, the owner/writer protocol with its timeout, and the JSON it prints, with
+fake worker processes standing in for the CUDA ones. tests/integration/p2p_check runs the whole script as a
+process on a stand-in CUDA runtime.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import io
 import json
@@ -80,7 +82,8 @@ def test_pattern_ok():
 
 
 @pytest.mark.parametrize('argv', [
-    ['--devices', '0000:01:00.0'],
+    ['--devices', ''],
+    ['--devices', ' , '],
     ['--devices', '0000:01:00.0,0000:01:00.0'],
     ['--devices', '0000:01:00.0,0000:41:00.0', '--timeout', '0'],
     [],
@@ -96,6 +99,38 @@ def test_arguments():
     assert args.devices == ['0000:01:00.0', '0000:c1:00.0'] and args.size == 4096 and args.timeout == 60.0
 
 
+def test_one_device_is_the_ipc_test():
+    assert check.parse_args(['--devices', '0000:00:06.0']).devices == ['0000:00:06.0']
+
+
+def test_ipc_handle_bytes_survive_both_copies():
+    # Real handles hold zero bytes; bytes(handle.reserved) stopped at the first one and
+    # memmove(handle.reserved, ...) wrote into a temporary copy, leaving the handle zeroed.
+    raw = bytes([0x43, 0x53, 0x49, 0x31, 1, 0, 0, 0]) + bytes(range(56))
+    handle = check.handle_from_bytes(raw)
+    assert check.handle_to_bytes(handle) == raw
+    assert ctypes.string_at(ctypes.addressof(handle), 64) == raw
+    with pytest.raises(check.CudaError, match='64 bytes, got 5'):
+        check.handle_from_bytes(raw[:5])
+
+
+def test_find_cudart_knows_the_cuda_13_wheel_layout(tmp_path, monkeypatch):
+    lib = tmp_path / 'nvidia' / 'cu13' / 'lib' / 'libcudart.so.13'
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b'')
+    loaded = []
+
+    def fake_cdll(path):
+        loaded.append(path)
+        if path != str(lib):
+            raise OSError('not this one')
+
+    monkeypatch.setattr(check.sys, 'path', [str(tmp_path)])
+    monkeypatch.setattr(check.ctypes, 'CDLL', fake_cdll)
+    assert check.find_cudart(str(tmp_path / 'no-maps')) == str(lib)
+    assert loaded[0] == str(lib)
+
+
 def test_find_cudart_prefers_the_loaded_library(tmp_path):
     maps = tmp_path / 'maps'
     maps.write_text('7f0000-7f1000 r-xp 00000000 08:01 123 /usr/lib/libc.so.6\n'
@@ -107,7 +142,13 @@ def test_good_pair():
     result = check.run_pair(FORK, 'libcudart.so', '0000:01:00.0', '0000:41:00.0', 16, 10,
                             owner=good_owner, writer=good_writer)
     assert result['ok'] is True and result['can_access_peer'] is True and result['detail'] == ''
-    assert result['src'] == '0000:01:00.0' and result['dst'] == '0000:41:00.0'
+    assert result['src'] == '0000:01:00.0' and result['dst'] == '0000:41:00.0' and result['kind'] == 'p2p'
+
+
+def test_same_gpu_pair_is_the_ipc_kind():
+    result = check.run_pair(FORK, 'libcudart.so', '0000:00:06.0', '0000:00:06.0', 16, 10,
+                            owner=good_owner, writer=good_writer)
+    assert result['ok'] is True and result['kind'] == 'ipc'
 
 
 def test_owner_sees_old_pattern():
@@ -140,6 +181,7 @@ def test_owner_error():
 
 
 def test_main_without_cuda_runtime_prints_an_error(monkeypatch):
+    monkeypatch.delenv('LLMSERVE_CUDART', raising=False)
     monkeypatch.setattr(check, 'find_cudart', lambda: None)
     out = io.StringIO()
     assert check.main(['--devices', '0000:01:00.0,0000:41:00.0'], stdout=out) == 2
@@ -160,6 +202,7 @@ def test_main_output_is_what_the_role_parses(monkeypatch):
         def device_by_bus_id(self, bus_id):
             return ['0000:01:00.0', '0000:41:00.0'].index(bus_id)
 
+    monkeypatch.delenv('LLMSERVE_CUDART', raising=False)
     monkeypatch.setattr(check, 'find_cudart', lambda: '/fake/libcudart.so.12')
     monkeypatch.setattr(check, 'Cudart', FakeRuntime)
     monkeypatch.setattr(check, 'run_pair', lambda context, lib, src, dst, size, timeout: {
