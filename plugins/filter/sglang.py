@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that check and render an SGLang server configuration.
 
-The logic lives in ``module_utils/sglang_args.py``; this file only adapts it to Jinja.
-Documentation: ``sglang_validate.yml``, ``sglang_warnings.yml`` and ``sglang_render.yml`` next to it.
+The logic lives in ``module_utils/sglang_args.py`` and ``module_utils/systemd_unit.py``; this file only
+adapts it to Jinja. Documentation: one ``<filter name>.yml`` next to it per filter.
 """
 
 from __future__ import annotations
@@ -16,9 +16,16 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_args import (
     DEFAULT_PREFIX,
     SGLangConfigError,
+    probe_base_url,
     render_server_argv,
     server_config_warnings,
+    url_path_problem,
     validate_server_config,
+)
+from ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit import (
+    UnitValueError,
+    device_allow_problems,
+    unit_value,
 )
 
 
@@ -50,6 +57,45 @@ def sglang_render(cfg, prefix=DEFAULT_PREFIX):
         raise AnsibleFilterError(to_native(exc))
 
 
+def sglang_unit_value(value, kind, variable="value"):
+    """Return ``value`` written safely for one kind of unit-file position; fail naming ``variable``."""
+    try:
+        return unit_value(value, kind, variable)
+    except UnitValueError as exc:
+        raise AnsibleFilterError(to_native(exc))
+
+
+def sglang_base_url(args, host, port):
+    """Return ``http(s)://address:port`` for probing the server configured by ``args``/``host``/``port``."""
+    try:
+        return probe_base_url(host, port, args)
+    except ValueError as exc:
+        raise AnsibleFilterError("sglang_base_url: %s" % to_native(exc))
+
+
+def sglang_url_path(path, variable="sglang_server_ready_path"):
+    """Return ``path`` when it is a plain absolute URL path; fail naming ``variable`` otherwise."""
+    problem = url_path_problem(path)
+    if problem:
+        raise AnsibleFilterError("%s: %s" % (variable, problem))
+    return path
+
+
+def sglang_device_problems(gpu_host, allowed_classes):
+    """Return the NVIDIA device nodes that ``DeviceAllow=char-<class>`` lines would leave closed."""
+    if not isinstance(gpu_host, dict):
+        raise AnsibleFilterError("sglang_device_problems: the input must be the gpu_host facts (a dict), got %s"
+                                 % type(gpu_host).__name__)
+    missing = [key for key in ("char_devices", "device_nodes") if key not in gpu_host]
+    if missing:
+        raise AnsibleFilterError("sglang_device_problems: the gpu_host facts have no %s; gather them with this "
+                                 "collection's llmserve.sglang.gpu_host_facts" % " or ".join(missing))
+    try:
+        return device_allow_problems(gpu_host["char_devices"], gpu_host["device_nodes"], allowed_classes)
+    except ValueError as exc:
+        raise AnsibleFilterError("sglang_device_problems: %s" % to_native(exc))
+
+
 class FilterModule(object):
     """SGLang server configuration filters."""
 
@@ -58,4 +104,8 @@ class FilterModule(object):
             "sglang_validate": sglang_validate,
             "sglang_warnings": sglang_warnings,
             "sglang_render": sglang_render,
+            "sglang_unit_value": sglang_unit_value,
+            "sglang_base_url": sglang_base_url,
+            "sglang_url_path": sglang_url_path,
+            "sglang_device_problems": sglang_device_problems,
         }

@@ -6,8 +6,19 @@
 
 The input ``cfg`` is the ``sglang_server`` role's variables without their prefix::
 
-    model_path, served_model_name, host, port, tp_size, gpus, speculative, args, env,
-    api_key, hf_token, p2p, p2p_ok, allow_unauthenticated, config_path
+    model_path, served_model_name, host, port, tp_size, gpus, speculative, args, env, base_env,
+    api_key, hf_token, p2p, p2p_ok, allow_unauthenticated, config_path,
+    unit_name, user, group, home, config_dir, venv, python,
+    ready_path, probe_ca_path, probe_validate_certs
+
+``env`` is the user's environment (``sglang_server_env``); ``base_env`` the role's own
+(``__sglang_server_base_env``, which puts the log redaction hook on ``PYTHONPATH``): the user's values
+win, except for the names that would switch the hook off, which are refused in ``env``. The keys of
+the second and third line are optional and only checked when given (they reach the unit file or the
+readiness probe, not SGLang's command line).
+
+Every text that reaches the unit, the ``--config`` file, the environment file or the command line is
+refused when it holds a control character (see ``systemd_unit``).
 
 Everything here works without the model, without a GPU and without SGLang installed: the flag
 table of the pinned release lives in ``sglang_flags``. The rules follow what SGLang's own
@@ -33,6 +44,14 @@ import difflib
 import json
 import re
 
+from ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit import (
+    ACCOUNT_NAME,
+    ENV_NAME,
+    UNIT_NAME,
+    control_problem,
+    path_problem,
+    printable,
+)
 from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_flags import (
     DEPRECATED_FLAGS,
     FLAGS,
@@ -98,6 +117,21 @@ P2P_OFF_ENV = {"NCCL_P2P_DISABLE": "1"}
 # Environment names the role fills from dedicated variables.
 HF_TOKEN_ENV_NAMES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN")
 
+# Names in the user's env that would switch the log redaction hook (a sitecustomize found through the
+# role's PYTHONPATH) off, so that SGLang's log carries the API key again. PYTHONHOME swaps the library
+# Python imports ``site`` from; the hook's own variable tells it where the --config file with the key is.
+# (PYTHONNOUSERSITE, PYTHONSAFEPATH and PYTHONSTARTUP leave PYTHONPATH and sitecustomize alone.)
+REDACTION_HOOK_ENV = {
+    "PYTHONPATH": "replaces the path of the log redaction hook (sitecustomize), which masks the API key and "
+                  "HF token in SGLang's log",
+    "PYTHONHOME": "makes Python load its library, and so the code that runs the log redaction hook "
+                  "(sitecustomize), from elsewhere",
+    "LLMSERVE_REDACT_CONFIG": "tells the log redaction hook (sitecustomize) where to read the secrets it masks",
+}
+
+# Flags that switch SGLang's HTTP server to TLS (both are needed).
+TLS_FLAGS = ("ssl_certfile", "ssl_keyfile")
+
 # Integer flags that must be at least 1 (resp. 0) when given.
 POSITIVE_INT_FLAGS = (
     "tp_size", "pp_size", "dp_size", "attn_dp_size", "attn_cp_size", "moe_dp_size", "dcp_size", "ep_size",
@@ -108,12 +142,19 @@ NON_NEGATIVE_INT_FLAGS = ("node_rank", "base_gpu_id", "mamba_cache_philox_rounds
 
 LOG_LEVELS = ("CRITICAL", "FATAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTSET")
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_INT_TEXT = re.compile(r"^[+-]?\d+$")
-_HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
-_NEGATIVE_NUMBER = re.compile(r"^-\d")
+# All patterns are used with fullmatch: '$' would also match before a trailing newline.
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_HUMAN_INT = re.compile(r"([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?")
+# What argparse reads as a negative number (and so as a value, not an option) in a list of values.
+_NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
+# A readiness path: one leading '/', then RFC 3986 path characters or %XX, without '@' and '\'.
+_URL_PATH = re.compile(r"/(?!/)(?:[A-Za-z0-9._~!$&'()*+,;=:/-]|%[0-9A-Fa-f]{2})*")
 
 _UNSET = object()
+
+# SGLang turns each --config key into '--key' followed by the value as a separate argument.
+_DASH_SECRET = ("must not start with '-' (value not shown): SGLang passes the --config file's values to its parser as "
+                "separate arguments, which reads such a value as an option and does not start")
 
 
 class SGLangConfigError(ValueError):
@@ -155,7 +196,7 @@ def _as_int(value):
         return int(value)
     if isinstance(value, float) and value.is_integer():
         return _UNSET  # 4.0 is most likely a typo; keep integers strict
-    if isinstance(value, str) and _INT_TEXT.match(value.strip()):
+    if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
         return int(value.strip())
     return _UNSET
 
@@ -254,6 +295,8 @@ class _Config(object):
         self._check_args()
         self._check_env()
         self._check_p2p()
+        self._check_unit()
+        self._check_probe()
         if not self.errors:
             self._check_cross_rules()
 
@@ -264,9 +307,8 @@ class _Config(object):
                      "set it to a local checkpoint directory or a Hugging Face repository id")
         elif not isinstance(model_path, str):
             self.err(self.var("model_path"), "must be a string, got %s" % _describe(model_path))
-        else:
+        elif self._no_control(self.var("model_path"), model_path):
             self.top["model_path"] = model_path.strip()
-            self._no_newline(self.var("model_path"), model_path)
 
         name = self.cfg.get("served_model_name")
         if not _is_blank(name):
@@ -276,16 +318,15 @@ class _Config(object):
                 self.err(self.var("served_model_name"),
                          "must not contain ':' (SGLang rejects it at startup), got %r" % name,
                          "use another separator, e.g. %r" % name.replace(":", "-"))
-            else:
+            elif self._no_control(self.var("served_model_name"), name):
                 self.top["served_model_name"] = name.strip()
-                self._no_newline(self.var("served_model_name"), name)
 
         config_path = self.cfg.get("config_path")
         if not _is_blank(config_path):
             if not isinstance(config_path, str) or not config_path.lower().endswith((".yaml", ".yml")):
                 self.err(self.var("config_path"), "SGLang only reads a --config file ending in .yaml or .yml, got %s"
                          % _describe(config_path), "use a path like /etc/sglang/sglang.yaml")
-            else:
+            elif self._path_ok(self.var("config_path"), config_path):
                 self.top["config_path"] = config_path
 
     def _check_network(self):
@@ -372,9 +413,13 @@ class _Config(object):
             if not isinstance(secret, str):
                 self.err(self.var(name), "must be a string, got %s" % type(secret).__name__,
                          "quote it in YAML or load it from a vault")
+            elif control_problem(secret):
+                self.err(self.var(name), control_problem(secret, secret=True), "strip the value (e.g. | trim)")
             elif re.search(r"\s", secret):
                 self.err(self.var(name), "must not contain whitespace or line breaks (value not shown)",
                          "strip the value (e.g. | trim)")
+            elif name == "api_key" and secret.startswith("-"):
+                self.err(self.var(name), _DASH_SECRET)
             else:
                 self.top[name] = secret
 
@@ -432,7 +477,7 @@ class _Config(object):
         if not _is_blank(draft):
             if not isinstance(draft, str):
                 self.err(variable + ".draft_model_path", "must be a string, got %s" % _describe(draft))
-            else:
+            elif self._no_control(variable + ".draft_model_path", draft):
                 self.spec["draft_model_path"] = draft.strip()
 
     # -- args ------------------------------------------------------------------------------------------
@@ -446,9 +491,12 @@ class _Config(object):
                      "write e.g. {mem_fraction_static: 0.85, enable_metrics: true}")
             return
         for key, raw in args.items():
-            variable = "%sargs.%s" % (self.prefix, key)
+            variable = "%sargs.%s" % (self.prefix, printable(str(key)))
             if not isinstance(key, str) or not key.strip():
                 self.err(variable, "flag names must be non-empty strings")
+                continue
+            if control_problem(key):
+                self.err(variable, "the flag name %s" % control_problem(key))
                 continue
             name = normalise_flag_name(key)
             dest = SPELLINGS.get(name)
@@ -477,9 +525,15 @@ class _Config(object):
         """Secrets go to the --config file; their value is never repeated in a message."""
         if _is_blank(raw):
             return
+        if isinstance(raw, str) and control_problem(raw):
+            self.err(variable, control_problem(raw, secret=True), "strip the value (e.g. | trim)")
+            return
         if not isinstance(raw, str) or re.search(r"\s", raw):
             self.err(variable, "must be a string without whitespace or line breaks (value not shown)",
                      "quote it in YAML or load it from a vault")
+            return
+        if raw.startswith("-"):
+            self.err(variable, _DASH_SECRET)
             return
         self.args[dest] = raw
         self.rendered[dest] = [raw]
@@ -525,7 +579,7 @@ class _Config(object):
             tokens, values = [], []
             for position, item in enumerate(items):
                 token = self._scalar(dest, "%s[%d]" % (variable, position) if isinstance(raw, (list, tuple))
-                                     else variable, item)
+                                     else variable, item, in_list=len(items) > 1)
                 if token is _UNSET:
                     return
                 tokens.append(token[0])
@@ -539,10 +593,17 @@ class _Config(object):
         self.args[dest] = token[1]
         self.rendered[dest] = [token[0]]
 
-    def _scalar(self, dest, variable, raw):
-        """Check one value against the flag's type and choices: ``(argv text, normalised value)`` or ``_UNSET``."""
+    def _scalar(self, dest, variable, raw, in_list=False):
+        """Check one value against the flag's type and choices: ``(argv text, normalised value)`` or ``_UNSET``.
+
+        A single value that starts with '-' is rendered as ``--flag=value`` (argparse then never reads it as
+        an option); in a list of two or more values only what argparse reads as a negative number may
+        start with '-'.
+        """
         flag = FLAGS[dest]
         typ = flag["type"]
+        if isinstance(raw, str) and not self._no_control(variable, raw):
+            return _UNSET
         if isinstance(raw, bool):
             self.err(variable, "%s takes a %s value, not %s" % (flag["option"], typ, _describe(raw)),
                      "give a value, or null to leave the flag out")
@@ -584,10 +645,11 @@ class _Config(object):
                 self.err(variable, "%s takes a string, got %s" % (flag["option"], _describe(raw)))
                 return _UNSET
             value = text
-            if text.startswith("-") and not _NEGATIVE_NUMBER.match(text):
-                self.err(variable, "values starting with '-' are read as an option by SGLang's parser, got %r" % text)
-                return _UNSET
-        if not self._no_newline(variable, text):
+        if not self._no_control(variable, text):
+            return _UNSET
+        if in_list and text.startswith("-") and not _NEGATIVE_NUMBER.fullmatch(text):
+            self.err(variable, "%s takes a list, and a list item starting with '-' is read as an option by SGLang's "
+                     "parser, got %r" % (flag["option"], text), "give a single value or drop the '-'")
             return _UNSET
         if flag["choices"] is not None and value not in flag["choices"]:
             self._bad_choice(dest, variable, raw, value)
@@ -622,7 +684,7 @@ class _Config(object):
                 self.err(variable, "%s must not be negative, got %d" % (flag["option"], raw))
                 return _UNSET
             return raw
-        match = _HUMAN_INT.match(raw.strip()) if isinstance(raw, str) else None
+        match = _HUMAN_INT.fullmatch(raw.strip()) if isinstance(raw, str) else None
         if not match or (match.group(2) and match.group(2).endswith("i") and "." in match.group(1)) \
                 or (not match.group(2) and "." in match.group(1)):
             self.err(variable, "%s takes an integer with an optional SI suffix (k, M, G, T: x1000) or IEC suffix "
@@ -665,31 +727,53 @@ class _Config(object):
             listing = listing[:300] + ", ..."
         self.err(variable, "%r is not a valid value for %s (choices: %s)" % (raw, FLAGS[dest]["option"], listing), fix)
 
-    def _no_newline(self, variable, text):
-        if "\n" in text or "\r" in text:
-            self.err(variable, "must not contain line breaks (the unit file has one flag per line)")
+    def _no_control(self, variable, text, secret=False):
+        """Control characters end a unit line (NUL, line breaks) or split a value; none is allowed."""
+        problem = control_problem(text, secret=secret)
+        if problem:
+            self.err(variable, problem, "remove it; values must be plain text")
+            return False
+        return True
+
+    def _path_ok(self, variable, text):
+        problem = path_problem(text)
+        if problem:
+            self.err(variable, problem)
             return False
         return True
 
     # -- env and p2p -----------------------------------------------------------------------------------
 
     def _check_env(self):
-        env = self.cfg.get("env")
+        # The role's own environment first; the user's env adds to it and wins, except for the names that
+        # would switch the log redaction hook off. Without base_env (older callers pass one merged dict)
+        # those names cannot be told apart from the role's own and are not refused.
+        base = self.cfg.get("base_env")
+        if base not in (None, {}):
+            self._env_entries(base, "__%sbase_env" % self.prefix, protect=False)
+        self._env_entries(self.cfg.get("env"), self.var("env"), protect="base_env" in self.cfg)
+
+    def _env_entries(self, env, label, protect):
         if env is None or env == {}:
             return
         if not isinstance(env, dict):
-            self.err(self.var("env"), "must be a dict of environment variable names to values, got %s"
-                     % _describe(env))
+            self.err(label, "must be a dict of environment variable names to values, got %s" % _describe(env))
             return
         for name, raw in env.items():
-            variable = "%senv.%s" % (self.prefix, name)
-            if not isinstance(name, str) or not _ENV_NAME.match(name):
+            variable = "%s.%s" % (label, printable(str(name)))
+            if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
                 self.err(variable, "is not a valid environment variable name",
                          "use letters, digits and '_' and do not start with a digit")
                 continue
             if name in HF_TOKEN_ENV_NAMES:
                 self.err(variable, "would put the Hugging Face token into the unit file",
                          "set %s instead (kept in a 0600 EnvironmentFile)" % self.var("hf_token"))
+                continue
+            if protect and name in REDACTION_HOOK_ENV:
+                self.err(variable, "is refused: it %s" % REDACTION_HOOK_ENV[name],
+                         "remove it (the role sets %s itself)" % name if name != "PYTHONPATH" else
+                         "remove it; install extra modules into the server's virtualenv (or a .pth file there) "
+                         "instead")
                 continue
             if name == "CUDA_VISIBLE_DEVICES" and self.top.get("gpus"):
                 self.err(variable, "conflicts with %s, which sets CUDA_VISIBLE_DEVICES" % self.var("gpus"),
@@ -702,7 +786,7 @@ class _Config(object):
             else:
                 self.err(variable, "must be a string or a number, got %s" % _describe(raw))
                 continue
-            if self._no_newline(variable, text):
+            if self._no_control(variable, text):
                 self.env[name] = text
 
     def _check_p2p(self):
@@ -736,6 +820,65 @@ class _Config(object):
             if name in self.env and self.env[name] != value:
                 self.err("%senv.%s" % (self.prefix, name), "is %r but %s is off, which needs %s=%s"
                          % (self.env[name], variable, name, value), "remove the key (the role sets it)")
+
+    # -- unit and readiness probe (optional keys) --------------------------------------------------------
+
+    def _given(self, name):
+        raw = self.cfg.get(name)
+        if _is_blank(raw):
+            return None
+        if not isinstance(raw, str):
+            self.err(self.var(name), "must be a string, got %s" % _describe(raw))
+            return None
+        return raw
+
+    def _check_unit(self):
+        """The service settings that the unit file and the role's file names are built from."""
+        unit_name = self._given("unit_name")
+        if unit_name is not None and self._no_control(self.var("unit_name"), unit_name) \
+                and not UNIT_NAME.fullmatch(unit_name):
+            self.err(self.var("unit_name"), "must be a plain systemd unit name (letters, digits, '_', '.', ':' "
+                     "and '-'; no '/', '@' or '.service'), got %r" % unit_name, "e.g. sglang or sglang-qwen")
+        for name in ("user", "group"):
+            account = self._given(name)
+            if account is not None and self._no_control(self.var(name), account) \
+                    and not ACCOUNT_NAME.fullmatch(account):
+                self.err(self.var(name), "must be a user or group name (letters, digits, '_', '.' and '-', not "
+                         "starting with a digit, '.' or '-', at most 32 characters), got %r" % account)
+        for name in ("home", "config_dir", "venv", "python"):
+            path = self._given(name)
+            if path is not None:
+                self._path_ok(self.var(name), path)
+
+    def _check_probe(self):
+        """How the role probes readiness: a plain path on this server, over TLS when SGLang serves TLS."""
+        ready_path = self.cfg.get("ready_path")
+        if ready_path is not None:
+            problem = url_path_problem(ready_path)
+            if problem:
+                self.err(self.var("ready_path"), problem, "use a path such as /health")
+        ca_path = self._given("probe_ca_path")
+        if ca_path is not None:
+            self._path_ok(self.var("probe_ca_path"), ca_path)
+        validate = self.cfg.get("probe_validate_certs", True)
+        if validate is None:
+            validate = True
+        if not isinstance(validate, bool):
+            self.err(self.var("probe_validate_certs"), "must be a boolean, got %s" % _describe(validate))
+            validate = True
+        tls = [dest for dest in TLS_FLAGS if not _is_blank(self.args.get(dest))]
+        if len(tls) == 1:
+            missing = [dest for dest in TLS_FLAGS if dest not in tls][0]
+            self.err(self.arg_var(tls[0]), "SGLang serves TLS only with both %s and %s"
+                     % (option_for("ssl_certfile"), option_for("ssl_keyfile")),
+                     "set %s as well, or remove %s" % (self.arg_var(missing), self.arg_var(tls[0])))
+        if not tls:
+            if ca_path is not None:
+                self.warn(self.var("probe_ca_path"), "has no effect: SGLang serves plain HTTP (no ssl_certfile "
+                          "in %s)" % self.var("args"))
+        elif not validate:
+            self.warn(self.var("probe_validate_certs"), "is false: the readiness probe sends the API key over "
+                      "TLS without checking the server's certificate (no safer than plain HTTP on this host)")
 
     # -- rules across variables ------------------------------------------------------------------------
 
@@ -801,7 +944,7 @@ class _Config(object):
             self.err(self.where("chunked_prefill_size"), "must be divisible by page_size (%d), got %d" % (page, chunked),
                      "use a multiple of %d, e.g. %d" % (page, max(page, chunked - chunked % page)))
         context = self.value("context_length")
-        if isinstance(context, str) and re.search(r"\d[kMGT]$", context):
+        if isinstance(context, str) and re.search(r"[0-9][kMGT]\Z", context):
             self.warn(self.where("context_length"), "%r uses an SI suffix (x1000); write %r for the power-of-two "
                       "length" % (context, context + "i"))
 
@@ -937,6 +1080,25 @@ class _Config(object):
                 self.warn(self.arg_var(dest), DEPRECATED_FLAGS[dest])
 
 
+def url_path_problem(path):
+    """The rule a readiness path breaks, or None.
+
+    It is appended to ``scheme://host:port``, so anything but a plain absolute path could point the probe
+    (and the API key it sends) elsewhere: ``@evil/`` makes the host part user info, ``//evil`` and ``\\``
+    look like a host to some parsers, and ``?``/``#`` would cut the path. Allowed: one leading ``/``, then
+    letters, digits, ``-._~!$&'()*+,;=:/`` and ``%XX`` escapes.
+    """
+    if not isinstance(path, str):
+        return "must be a string, got %s" % _describe(path)
+    problem = control_problem(path)
+    if problem:
+        return problem
+    if not _URL_PATH.fullmatch(path):
+        return ("must be a plain absolute URL path (one leading '/', then letters, digits, -._~!$&'()*+,;=:/ or "
+                "%%XX; no '@', '\\', '?', '#', whitespace or scheme), got %r" % path)
+    return None
+
+
 def _analyse(cfg, prefix):
     config = _Config(cfg, prefix)
     config.deprecation_warnings()
@@ -959,6 +1121,15 @@ def server_config_warnings(cfg, prefix=DEFAULT_PREFIX):
     return list(_analyse(cfg, prefix).warnings)
 
 
+def _append_option(argv, option, values):
+    """``--flag value``; ``--flag=value`` when the value starts with '-', so argparse cannot take it for an option."""
+    if len(values) == 1 and values[0].startswith("-"):
+        argv.append("%s=%s" % (option, values[0]))
+    else:
+        argv.append(option)
+        argv.extend(values)
+
+
 def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
     """Turn a validated ``cfg`` into what the unit needs.
 
@@ -967,12 +1138,13 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
     ``argv``
         list of strings, one option followed by its value(s); dedicated settings first (model path, served
         name, host, port, tp size, speculative), then ``args`` sorted by dest, then ``--config <config_path>``
-        when ``config_path`` is given and there is something to put in the file. Secrets never appear here.
+        when ``config_path`` is given and there is something to put in the file. A single value that starts
+        with '-' is joined to its option (``--chunked-prefill-size=-1``). Secrets never appear here.
     ``config``
         dict for the ``--config`` YAML file, dash-form keys (``api-key``, ``admin-api-key``, ...).
     ``env``
-        dict of environment variables for the unit (user ``env``, ``CUDA_VISIBLE_DEVICES`` from ``gpus``,
-        ``NCCL_P2P_DISABLE=1`` when P2P is off), sorted by name.
+        dict of environment variables for the unit (``base_env`` overlaid with the user's ``env``,
+        ``CUDA_VISIBLE_DEVICES`` from ``gpus``, ``NCCL_P2P_DISABLE=1`` when P2P is off), sorted by name.
     ``env_file``
         secret environment for a 0600 EnvironmentFile (``HF_TOKEN``).
     ``p2p``
@@ -990,11 +1162,11 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
     for name in ("model_path", "served_model_name", "host", "port", "tp_size"):
         value = config.top.get(name)
         if value is not None:
-            argv.extend([option_for(name), str(value)])
+            _append_option(argv, option_for(name), [str(value)])
     for key, dest in SPECULATIVE_KEYS:
         value = config.spec.get(key)
         if value is not None:
-            argv.extend([option_for(dest), str(value)])
+            _append_option(argv, option_for(dest), [str(value)])
 
     rendered = dict(config.rendered)
     if config.p2p == "off":
@@ -1014,8 +1186,7 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
         if tokens is False:
             argv.append(FLAGS[dest]["negation"])
             continue
-        argv.append(FLAGS[dest]["option"])
-        argv.extend(tokens)
+        _append_option(argv, FLAGS[dest]["option"], tokens)
     if secrets and config.top.get("config_path"):
         argv.extend(["--config", config.top["config_path"]])
 
@@ -1036,3 +1207,37 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
         "p2p": config.p2p,
         "warnings": list(config.warnings),
     }
+
+
+def serves_tls(args):
+    """True when ``args`` (``sglang_server_args``, any flag spelling) makes SGLang serve HTTPS."""
+    if not isinstance(args, dict):
+        return False
+    for key, value in args.items():
+        if isinstance(key, str) and SPELLINGS.get(normalise_flag_name(key)) == "ssl_certfile" \
+                and not _is_blank(value) and value is not False:
+            return True
+    return False
+
+
+def probe_base_url(host, port, args=None):
+    """``scheme://address:port`` at which the role probes its own server.
+
+    https when ``args`` set ``ssl_certfile`` (SGLang then serves TLS only); a wildcard bind address is
+    probed on 127.0.0.1; an IPv6 address is bracketed. Raises ``ValueError`` for an address or port that
+    could not be part of a URL (the full rules are ``validate_server_config``'s).
+    """
+    for name, value in (("host", host), ("port", port)):
+        if isinstance(value, str) and control_problem(value):
+            raise ValueError("%s: %s" % (name, control_problem(value)))
+    host = "" if host is None else str(host).strip()
+    if not host or host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"
+    if not re.fullmatch(r"[0-9A-Fa-f:.]+", host):
+        raise ValueError("host: must be an IP address, got %r" % printable(host))
+    number = _as_int(port)
+    if number is _UNSET or not 1 <= number <= 65535:
+        raise ValueError("port: must be a TCP port number between 1 and 65535, got %s" % _describe(port))
+    if ":" in host:
+        host = "[%s]" % host
+    return "%s://%s:%d" % ("https" if serves_tls(args) else "http", host, number)

@@ -87,9 +87,9 @@ def test_speculative_reported_active(host):
 
 def test_exposure_score(host):
     out = host.check_output("systemd-analyze security --no-pager sglang.service | tail -n 1")
-    # "→ Overall exposure level for sglang.service: 2.9 OK :-)"
+    # "→ Overall exposure level for sglang.service: 1.6 OK :-)"
     score = float(out.split(":")[1].split()[0])
-    assert score <= 3.5, out
+    assert score <= 2.0, out
 
 
 @pytest.mark.parametrize("path", ["/var/lib/llmserve-sglang/sglang/last-good/sglang.service",

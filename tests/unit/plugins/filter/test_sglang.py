@@ -29,9 +29,13 @@ GOOD = {
 FILTER_DIR = os.path.dirname(sglang_filter.__file__)
 
 
+ALL_FILTERS = ["sglang_validate", "sglang_warnings", "sglang_render", "sglang_unit_value", "sglang_base_url",
+               "sglang_url_path", "sglang_device_problems"]
+
+
 def test_filters_are_registered():
     filters = FilterModule().filters()
-    assert set(filters) == {"sglang_validate", "sglang_warnings", "sglang_render"}
+    assert set(filters) == set(ALL_FILTERS)
 
 
 def test_validate_returns_errors():
@@ -70,7 +74,7 @@ def test_filters_reject_non_dict_input(name):
         FilterModule().filters()[name]("model_path=/m")
 
 
-@pytest.mark.parametrize("name", ["sglang_validate", "sglang_warnings", "sglang_render"])
+@pytest.mark.parametrize("name", ALL_FILTERS)
 def test_every_filter_has_documentation(name):
     with open(os.path.join(FILTER_DIR, name + ".yml"), encoding="utf-8") as handle:
         doc = yaml.safe_load(handle)
@@ -78,6 +82,47 @@ def test_every_filter_has_documentation(name):
     assert doc["DOCUMENTATION"]["options"]["_input"]["required"] is True
     assert "llmserve.sglang." + name in doc["EXAMPLES"]
     assert "_value" in doc["RETURN"]
+
+
+def test_unit_value_filter():
+    unit_value = FilterModule().filters()["sglang_unit_value"]
+    assert unit_value("pa$word", "argument", "x") == '"pa$$word"'
+    assert unit_value("A=pa$word", "environment", "x") == '"A=pa$word"'
+    with pytest.raises(AnsibleFilterError, match=r"^sglang_server_env\.FOO: contains a control character \(NUL at "
+                                                 r"offset 5\)"):
+        unit_value("FOO=x\0ExecStartPre=+/bin/true", "environment", "sglang_server_env.FOO")
+
+
+def test_base_url_filter():
+    base_url = FilterModule().filters()["sglang_base_url"]
+    assert base_url({}, "0.0.0.0", 30000) == "http://127.0.0.1:30000"
+    assert base_url({"ssl_certfile": "/c", "ssl_keyfile": "/k"}, "::1", 8443) == "https://[::1]:8443"
+    with pytest.raises(AnsibleFilterError, match="sglang_base_url: host"):
+        base_url({}, "127.0.0.1@evil.example", 30000)
+
+
+def test_url_path_filter():
+    url_path = FilterModule().filters()["sglang_url_path"]
+    assert url_path("/health") == "/health"
+    with pytest.raises(AnsibleFilterError, match="^sglang_server_ready_path: must be a plain absolute URL path"):
+        url_path("@evil.example/health")
+    with pytest.raises(AnsibleFilterError, match="^my_path: "):
+        url_path("//evil.example", "my_path")
+
+
+def test_device_problems_filter():
+    problems = FilterModule().filters()["sglang_device_problems"]
+    facts = {"char_devices": [{"major": 195, "name": "nvidia"}, {"major": 195, "name": "nvidiactl"}],
+             "device_nodes": [{"path": "/dev/nvidia0", "major": 195, "minor": 0}]}
+    assert problems(facts, ["nvidia", "nvidia-uvm"]) == []
+    (problem,) = problems(facts, ["nvidia-frontend"])
+    assert problem.startswith("/dev/nvidia0 (char 195:0): ") and "'nvidia', 'nvidiactl'" in problem
+    with pytest.raises(AnsibleFilterError, match="have no char_devices or device_nodes"):
+        problems({}, ["nvidia"])
+    with pytest.raises(AnsibleFilterError, match="must be the gpu_host facts"):
+        problems([], ["nvidia"])
+    with pytest.raises(AnsibleFilterError, match="allowed_classes must be a list"):
+        problems(facts, "nvidia")
 
 
 def _collections_path():

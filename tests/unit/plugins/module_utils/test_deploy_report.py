@@ -80,7 +80,7 @@ def test_rolled_back_host_is_reported_with_both_errors():
     rows = dict(host_rows(report))
     assert rows["Deployment error"] == "Verify the server: unit sglang failed"
     assert rows["Rollback error"] == "Wait until ...: timed out"
-    rolled_back = build_host_report("h", None, None, dict(failed, state="rolled back to the last good configuration",
-                                                           rollback_error=None))
+    rolled_back = build_host_report(
+        "h", None, None, dict(failed, state="rolled back to the last good configuration", rollback_error=None))
     assert rolled_back["stages"]["sglang"] == "rolled back to the last good configuration"
     assert "Rollback error" not in dict(host_rows(rolled_back))

@@ -102,7 +102,7 @@ def test_baseline_is_valid():
     ({"env": {"HF_TOKEN": "hf_x"}}, {"hf_token": "hf_x"}, ("sglang_server_env.HF_TOKEN", "sglang_server_hf_token")),
     ({"env": {"CUDA_VISIBLE_DEVICES": "0"}}, {"env": {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}}, ("sglang_server_env.CUDA_VISIBLE_DEVICES", "sglang_server_gpus")),
     ({"env": {"A": {"b": 1}}}, {"env": {"A": 1.5}}, ("sglang_server_env.A", "string or a number")),
-    ({"env": {"A": "x\ny"}}, {"env": {"A": "x y"}}, ("sglang_server_env.A", "line breaks")),
+    ({"env": {"A": "x\ny"}}, {"env": {"A": "x y"}}, ("sglang_server_env.A", "control character (LF at offset 1)")),
     ({"speculative": "NEXTN"}, {"speculative": {}}, ("sglang_server_speculative", "must be a dict")),
     ({"args": ["--enable-metrics"]}, {"args": {}}, ("sglang_server_args", "must be a dict")),
     ({"env": "A=1"}, {"env": None}, ("sglang_server_env", "must be a dict")),
@@ -409,8 +409,8 @@ def test_negative_spelling_of_bool_flag():
     ("log_level", "verbose", "warning", ("logging level name",)),
     ("log_level_http", "loud", "ERROR", ("logging level name",)),
     ("revision", True, "main", ("takes a str value",)),
-    ("tokenizer_path", "--oops", "/tok", ("read as an option",)),
-    ("tokenizer_path", "a\nb", "/tok", ("line breaks",)),
+    ("log_requests_target", ["stdout", "-x"], ["stdout", "/var/log/x"], ("read as an option",)),
+    ("tokenizer_path", "a\nb", "/tok", ("control character (LF at offset 1)",)),
     ("radix_eviction_policy_config", "{bad json", {"x": 1}, ("JSON text",)),
     ("sidecar_args", {"a": 1}, ["--x"], ("JSON list",)),
     ("cuda_graph_bs_decode", [1, "two"], [1, 2, 4], ("takes an integer",)),
@@ -681,3 +681,210 @@ def test_module_constants_consistent_with_table():
 
 def test_module_is_py39_and_stdlib_plus_netaddr():
     assert top_level_imports(sglang_args.__file__) == {"__future__", "difflib", "json", "re", "netaddr", "ansible_collections"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# control characters, '-' values, the hook's environment, the unit's own settings, the readiness probe
+# ---------------------------------------------------------------------------------------------------------
+
+CONTROL_CASES = [
+    ("\0", "NUL"), ("\t", "TAB"), ("\n", "LF"), ("\r", "CR"), ("\x1b", "ESC"), ("\x7f", "DEL"), ("\x85", "NEL"),
+    ("\x9b", "U+009B"), ("\u2028", "LINE SEPARATOR"),
+]
+
+
+@pytest.mark.parametrize("char, name", CONTROL_CASES)
+@pytest.mark.parametrize("changes, variable", [
+    (lambda c: {"env": {"FOO": "x" + c + "ExecStartPre=+/usr/bin/touch /var/pwned" + c + "#"}}, "sglang_server_env.FOO"),
+    (lambda c: {"model_path": "/m" + c + "x"}, "sglang_server_model_path"),
+    (lambda c: {"served_model_name": "q" + c + "x"}, "sglang_server_served_model_name"),
+    (lambda c: {"speculative": {"draft_model_path": "/d" + c}}, "sglang_server_speculative.draft_model_path"),
+    (lambda c: {"args": {"tokenizer_path": "/t" + c}}, "sglang_server_args.tokenizer_path"),
+    (lambda c: {"args": {"context_length": "256k" + c + "x"}}, "sglang_server_args.context_length"),
+    (lambda c: {"args": {"log_requests_target": ["stdout", "/l" + c]}}, "sglang_server_args.log_requests_target[1]"),
+    (lambda c: {"config_path": "/etc/sglang/s" + c + ".yaml"}, "sglang_server_config_path"),
+    (lambda c: {"base_env": {"HOME": "/var/lib/s" + c}}, "__sglang_server_base_env.HOME"),
+    (lambda c: {"home": "/var/lib/s" + c}, "sglang_server_home"),
+    (lambda c: {"config_dir": "/etc/s" + c}, "sglang_server_config_dir"),
+    (lambda c: {"venv": "/opt/v" + c}, "sglang_server_venv"),
+    (lambda c: {"python": "/usr/bin/p" + c}, "sglang_server_python"),
+    (lambda c: {"unit_name": "s" + c}, "sglang_server_unit_name"),
+    (lambda c: {"user": "s" + c}, "sglang_server_user"),
+    (lambda c: {"ready_path": "/health" + c}, "sglang_server_ready_path"),
+    (lambda c: {"probe_ca_path": "/etc/ca" + c}, "sglang_server_probe_ca_path"),
+])
+def test_control_characters_are_refused_everywhere(changes, variable, char, name):
+    bad = cfg(**changes(char))
+    message = assert_error(bad, variable + ": contains a control character (%s at offset " % name)
+    assert "pwned" not in message.split(":", 1)[0]
+    with pytest.raises(SGLangConfigError):
+        render_server_argv(bad)
+
+
+@pytest.mark.parametrize("char, name", CONTROL_CASES)
+@pytest.mark.parametrize("changes, variable", [
+    (lambda c: {"api_key": "sk-1" + c + "2"}, "sglang_server_api_key"),
+    (lambda c: {"hf_token": "hf_1" + c + "2"}, "sglang_server_hf_token"),
+    (lambda c: {"args": {"admin_api_key": "sk-1" + c + "2"}}, "sglang_server_args.admin_api_key"),
+])
+def test_control_characters_in_secrets_are_refused_without_the_value(changes, variable, char, name):
+    message = assert_error(cfg(**changes(char)), variable + ": contains a control character (%s at offset 4; value "
+                           "not shown)" % name)
+    assert "sk-1" not in message and "hf_1" not in message
+
+
+def test_nul_injection_of_the_review_is_named_exactly():
+    assert errors_for(cfg(env={"FOO": "x\0ExecStartPre=+/usr/bin/touch /var/pwned\0#"})) == [
+        "sglang_server_env.FOO: contains a control character (NUL at offset 1); remove it; values must be plain text"]
+
+
+@pytest.mark.parametrize("name", ["FOO\n", "FOO\r\n", "FOO\0", "FO O", "FOO="])
+def test_env_names_are_matched_in_full(name):
+    """'^...$' accepts 'FOO\\n' ('$' matches before a final newline); the rule uses full-match semantics."""
+    message = assert_error(cfg(env={name: "1"}), "not a valid environment variable name")
+    assert "\n" not in message and "\0" not in message
+
+
+@pytest.mark.parametrize("key", ["enable_metrics\x00", "enable\x1bmetrics"])
+def test_flag_names_with_control_characters_are_refused(key):
+    message = assert_error(cfg(args={key: True}), "control character")
+    assert "\x00" not in message and "\x1b" not in message
+
+
+@pytest.mark.parametrize("raw", ["5\n", " 5\t"])
+def test_numbers_with_a_trailing_control_character_are_refused(raw):
+    assert_error(cfg(args={"max_running_requests": raw}), "sglang_server_args.max_running_requests: contains a "
+                 "control character")
+
+
+@pytest.mark.parametrize("changes, option, value", [
+    ({"args": {"chunked_prefill_size": -1}}, "--chunked-prefill-size", "-1"),
+    ({"args": {"tokenizer_path": "-x"}}, "--tokenizer-path", "-x"),
+    ({"args": {"tokenizer_path": "--help"}}, "--tokenizer-path", "--help"),
+    ({"args": {"log_requests_target": ["-x"]}}, "--log-requests-target", "-x"),
+    ({"served_model_name": "-served"}, "--served-model-name", "-served"),
+    ({"model_path": "-m"}, "--model-path", "-m"),
+    ({"speculative": {"draft_model_path": "-d"}}, "--speculative-draft-model-path", "-d"),
+])
+def test_values_starting_with_a_dash_are_joined_to_their_option(changes, option, value):
+    argv = render_server_argv(cfg(**changes))["argv"]
+    assert option + "=" + value in argv
+    assert value not in argv and option not in argv
+
+
+def test_negative_numbers_in_lists_stay_separate_values():
+    argv = render_server_argv(cfg(args={"gc_threshold": [700, -1, 10]}))["argv"]
+    assert argv[argv.index("--gc-threshold"):][:4] == ["--gc-threshold", "700", "-1", "10"]
+
+
+@pytest.mark.parametrize("name", ["PYTHONPATH", "PYTHONHOME", "LLMSERVE_REDACT_CONFIG"])
+def test_env_that_switches_the_redaction_hook_off_is_refused(name):
+    base = {"PYTHONPATH": "/etc/sglang/pylib", "LLMSERVE_REDACT_CONFIG": "/etc/sglang/sglang.yaml"}
+    message = assert_error(cfg(base_env=base, env={name: "/elsewhere"}), "sglang_server_env.%s: is refused" % name,
+                           "log redaction hook")
+    assert "sitecustomize" in message
+
+
+def test_base_env_is_kept_and_user_env_adds_to_it():
+    base = {"PYTHONPATH": "/etc/sglang/pylib", "HOME": "/var/lib/sglang", "PYTHONNOUSERSITE": "1"}
+    result = render_server_argv(cfg(base_env=base, env={"HOME": "/srv/sglang", "PYTHONSAFEPATH": "1"}))
+    assert result["env"]["PYTHONPATH"] == "/etc/sglang/pylib"
+    assert result["env"]["HOME"] == "/srv/sglang"
+    assert result["env"]["PYTHONSAFEPATH"] == "1" and result["env"]["PYTHONNOUSERSITE"] == "1"
+
+
+def test_merged_env_without_base_env_is_still_accepted():
+    """Callers that merge the role's environment into env (one dict) keep working."""
+    assert errors_for(cfg(env={"PYTHONPATH": "/etc/sglang/pylib"})) == []
+
+
+@pytest.mark.parametrize("changes, needles", [
+    ({"unit_name": "../../tmp/x"}, ("sglang_server_unit_name", "plain systemd unit name")),
+    ({"unit_name": "sglang@1"}, ("sglang_server_unit_name",)),
+    ({"unit_name": "-sglang"}, ("sglang_server_unit_name",)),
+    ({"user": "root\n"}, ("sglang_server_user", "control character")),
+    ({"user": "bad user"}, ("sglang_server_user", "user or group name")),
+    ({"group": "-g"}, ("sglang_server_group", "user or group name")),
+    ({"home": "var/lib/sglang"}, ("sglang_server_home", "absolute path")),
+    ({"home": "/var/lib/my sglang"}, ("sglang_server_home", "whitespace")),
+    ({"config_dir": "/etc/\"x"}, ("sglang_server_config_dir", "must not contain \"")),
+    ({"venv": "/opt/../etc"}, ("sglang_server_venv", "'..'")),
+    ({"python": "+/usr/bin/python3"}, ("sglang_server_python", "absolute path")),
+    ({"config_path": "/etc/sglang/my config.yaml"}, ("sglang_server_config_path", "whitespace")),
+])
+def test_unit_settings_rules(changes, needles):
+    assert_error(cfg(**changes), *needles)
+
+
+def test_unit_settings_accept_the_defaults():
+    assert errors_for(cfg(unit_name="sglang", user="sglang", group="sglang", home="/var/lib/sglang",
+                          config_dir="/etc/sglang", venv="/opt/sglang/venv", python="", ready_path="/health",
+                          probe_ca_path="", probe_validate_certs=True)) == []
+
+
+@pytest.mark.parametrize("path", [
+    "@evil.example/x", "/@evil.example", "//evil.example/x", "/\\evil.example", "health", "http://evil/x",
+    "/health?x=1", "/health#x", "/he alth", "/%zz", "", 5,
+])
+def test_ready_path_must_be_a_plain_absolute_path(path):
+    assert_error(cfg(ready_path=path), "sglang_server_ready_path")
+
+
+@pytest.mark.parametrize("path", ["/health", "/v1/models", "/health_generate", "/a/b-c.d~e:f", "/x%2Fy"])
+def test_ready_path_accepts_plain_paths(path):
+    assert errors_for(cfg(ready_path=path)) == []
+    assert sglang_args.url_path_problem(path) is None
+
+
+def test_tls_needs_both_files_like_sglang():
+    assert_error(cfg(args={"ssl_certfile": "/etc/sglang/tls.crt"}), "sglang_server_args.ssl_certfile",
+                 "--ssl-keyfile", "sglang_server_args.ssl_keyfile")
+    assert_error(cfg(args={"ssl-keyfile": "/etc/sglang/tls.key"}), "sglang_server_args.ssl-keyfile",
+                 "--ssl-certfile")
+    assert errors_for(cfg(args={"ssl_certfile": "/c", "ssl_keyfile": "/k"})) == []
+
+
+def test_probe_settings_rules_and_warnings():
+    tls = {"ssl_certfile": "/c", "ssl_keyfile": "/k"}
+    assert_error(cfg(probe_ca_path="ca.pem"), "sglang_server_probe_ca_path", "absolute path")
+    assert_error(cfg(probe_validate_certs="no"), "sglang_server_probe_validate_certs", "boolean")
+    assert any(w.startswith("sglang_server_probe_validate_certs: is false")
+               for w in server_config_warnings(cfg(args=tls, probe_validate_certs=False)))
+    assert any(w.startswith("sglang_server_probe_ca_path: has no effect")
+               for w in server_config_warnings(cfg(probe_ca_path="/etc/ca.pem")))
+
+
+@pytest.mark.parametrize("host, port, args, url", [
+    ("127.0.0.1", 30000, {}, "http://127.0.0.1:30000"),
+    ("0.0.0.0", "30001", None, "http://127.0.0.1:30001"),
+    ("::", 30000, {}, "http://127.0.0.1:30000"),
+    ("::1", 30000, {}, "http://[::1]:30000"),
+    ("10.0.0.5", 30000, {"ssl_certfile": "/c", "ssl_keyfile": "/k"}, "https://10.0.0.5:30000"),
+    ("127.0.0.1", 30000, {"--ssl-certfile": "/c"}, "https://127.0.0.1:30000"),
+    ("127.0.0.1", 30000, {"ssl-certfile": ""}, "http://127.0.0.1:30000"),
+    ("127.0.0.1", 30000, {"ssl_certfile": None}, "http://127.0.0.1:30000"),
+])
+def test_probe_base_url(host, port, args, url):
+    assert sglang_args.probe_base_url(host, port, args) == url
+
+
+@pytest.mark.parametrize("host, port", [("evil.example", 1), ("127.0.0.1@evil", 1), ("127.0.0.1", 0),
+                                        ("127.0.0.1", "1\n"), ("127.0.0.1\n", 1)])
+def test_probe_base_url_refuses_what_is_not_an_address(host, port):
+    with pytest.raises(ValueError):
+        sglang_args.probe_base_url(host, port, {})
+
+
+@pytest.mark.parametrize("changes, variable", [
+    ({"api_key": "-sk-123"}, "sglang_server_api_key"),
+    ({"args": {"admin_api_key": "--enable-metrics"}}, "sglang_server_args.admin_api_key"),
+    ({"args": {"ssl_keyfile_password": "-pw"}}, "sglang_server_args.ssl_keyfile_password"),
+])
+def test_config_file_secrets_must_not_look_like_options(changes, variable):
+    message = assert_error(cfg(**changes), variable + ": must not start with '-' (value not shown)")
+    assert "sk-123" not in message and "enable-metrics" not in message
+
+
+def test_hf_token_may_start_with_a_dash():
+    """It goes to the environment, not through SGLang's parser."""
+    assert render_server_argv(cfg(hf_token="-hf_x"))["env_file"] == {"HF_TOKEN": "-hf_x"}

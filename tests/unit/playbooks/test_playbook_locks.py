@@ -1,0 +1,177 @@
+"""The playbooks hold the per-host lock the way docs/awx.md says: exclusive for site/restart/rollback, shared for the
+audit, renewed before each phase of site.yml with a lease that outlasts the phase's own timeouts (read from the
+roles' tasks, so a longer wait added there fails here), and taken again after the driver role (a reboot empties
+/run/lock)."""
+
+import os
+import re
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+LOCK = "llmserve.sglang.run_lock"
+GPUS = 8  # the playbooks size the P2P lease for up to 8 GPUs
+
+
+def load(*parts):
+    with open(os.path.join(ROOT, *parts)) as handle:
+        return yaml.safe_load(handle)
+
+
+def role_defaults():
+    values = {}
+    for role in ("iommu_preflight", "nvidia_driver", "sglang_server"):
+        values.update(load("roles", role, "defaults", "main.yml"))
+    return values
+
+
+def render(expression, variables):
+    trusted = {k: trust_as_template(v) if isinstance(v, str) else v for k, v in variables.items()}
+    value = Templar(loader=DataLoader(), variables=trusted).template(trust_as_template(expression))
+    return float(value)
+
+
+def flatten(tasks):
+    """Tasks in order, blocks opened (block, then always), with the block's tags passed down."""
+    for task in tasks:
+        if "block" in task:
+            for part in ("block", "rescue", "always"):
+                yield from flatten(task.get(part, []))
+        else:
+            yield task
+
+
+def lock_tasks(play):
+    return [t for t in flatten(play["tasks"]) if LOCK in t]
+
+
+def role_of(task):
+    for key in ("ansible.builtin.import_role", "ansible.builtin.include_role"):
+        if key in task:
+            return task[key]["name"].split(".")[-1]
+    return None
+
+
+def timeouts(role, *files, variables):
+    """Sum of the wait_for_endpoint timeouts of a role's task files, rendered with the given variables."""
+    total = 0.0
+    for name in files:
+        for task in load("roles", role, "tasks", name):
+            if "llmserve.sglang.wait_for_endpoint" in task:
+                total += render(str(task["llmserve.sglang.wait_for_endpoint"]["timeout"]), variables)
+    return total
+
+
+SCENARIOS = {
+    "defaults": {},
+    "p2p and reboot": {"iommu_preflight_p2p_test": True, "nvidia_driver_apply": "reboot"},
+    "reload, slow model": {"nvidia_driver_apply": "reload", "sglang_server_ready_timeout": 3600,
+                           "sglang_server_timeout_stop_sec": 300, "iommu_preflight_p2p_timeout": 120,
+                           "iommu_preflight_p2p_test": True},
+    "short margin": {"sglang_lock_lease": 60, "sglang_lock_install_seconds": 600},
+}
+
+
+def play_vars(playbook, overrides):
+    play = load("playbooks", playbook)[0]
+    variables = role_defaults()
+    variables.update(play.get("vars", {}))
+    variables.update(overrides)
+    return play, variables
+
+
+def lease(task, variables):
+    return render(str(task[LOCK]["lease"]), variables)
+
+
+def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
+    play = play_vars("site.yml", {})[0]
+    steps = []
+    for task in flatten(play["tasks"]):
+        if LOCK in task:
+            steps.append("lock:" + task[LOCK].get("state", "acquired"))
+            assert "always" in task.get("tags", []), "%s must run whatever tags are chosen" % task["name"]
+            assert task[LOCK].get("mode", "exclusive") == "exclusive"
+        elif role_of(task):
+            steps.append(role_of(task))
+    assert steps == ["lock:acquired", "iommu_preflight", "lock:renewed", "nvidia_driver", "lock:acquired",
+                     "sglang_server", "lock:released"]
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_site_leases_outlast_each_phase(scenario):
+    play, variables = play_vars("site.yml", SCENARIOS[scenario])
+    margin = float(variables.get("sglang_lock_lease", 300))
+    take, driver, retake = [lease(t, variables) for t in lock_tasks(play)[:3]]
+    # preflight: the role's own P2P task timeout for GPUS GPUs
+    p2p = 0.0
+    if variables["iommu_preflight_p2p_test"]:
+        p2p_task = [t for t in load("roles", "iommu_preflight", "tasks", "p2p.yml") if t["name"].startswith("Run the")][0]
+        p2p = render(str(p2p_task["timeout"]), dict(variables, __iommu_preflight_selected_addresses=["x"] * GPUS))
+    assert take >= p2p + margin
+    # driver: the reboot's own timeout, or stopping and starting every GPU service
+    if variables["nvidia_driver_apply"] == "reboot":
+        reboot = [t for t in load("roles", "nvidia_driver", "tasks", "reboot.yml") if "ansible.builtin.reboot" in t][0]
+        assert driver >= render(str(reboot["ansible.builtin.reboot"]["reboot_timeout"]), variables) + margin
+    if variables["nvidia_driver_apply"] == "reload":
+        units = len(variables["nvidia_driver_gpu_services"])
+        assert driver >= 2 * units * variables["sglang_server_timeout_stop_sec"] + margin
+    assert driver >= margin
+    # SGLang: install, restart + verify, and on failure restart + restore wait
+    waits = timeouts("sglang_server", "verify.yml", "restore.yml", variables=variables)
+    install = float(variables.get("sglang_lock_install_seconds", 1800))
+    assert retake >= install + 2 * variables["sglang_server_timeout_stop_sec"] + waits + margin
+    if scenario == "defaults":
+        assert (take, driver, retake) == (300, 300, 4380), "the documented default leases"
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_restart_and_rollback_leases_outlast_their_waits(scenario):
+    play, variables = play_vars("restart.yml", SCENARIOS[scenario])
+    margin = float(variables.get("sglang_lock_lease", 300))
+    take = lock_tasks(play)[0]
+    assert lease(take, variables) >= (variables["sglang_server_timeout_stop_sec"]
+                                      + timeouts("sglang_server", "verify.yml", variables=variables) + margin - 30)
+    play, variables = play_vars("rollback.yml", SCENARIOS[scenario])
+    take = lock_tasks(play)[0]
+    assert lease(take, variables) >= (variables["sglang_server_timeout_stop_sec"]
+                                      + timeouts("sglang_server", "restore.yml", variables=variables) + margin)
+
+
+@pytest.mark.parametrize("playbook", ["restart.yml", "rollback.yml"])
+def test_changing_playbooks_hold_the_lock_exclusively_and_release_it(playbook):
+    play = play_vars(playbook, {})[0]
+    states = [(t[LOCK].get("state", "acquired"), t[LOCK].get("mode", "exclusive")) for t in lock_tasks(play)]
+    assert states == [("acquired", "exclusive"), ("released", "exclusive")]
+    block = [t for t in play["tasks"] if "block" in t][0]
+    assert LOCK in block["always"][-1], "the release runs whatever happens in the block"
+
+
+def test_audit_holds_the_lock_shared_for_its_whole_run():
+    play, variables = play_vars("preflight.yml", {"iommu_preflight_p2p_test": True})
+    tasks = play["tasks"]
+    take = [i for i, t in enumerate(tasks) if LOCK in t][0]
+    audit = [i for i, t in enumerate(tasks) if "block" in t][0]
+    assert take < audit and tasks[take][LOCK]["mode"] == "shared" and "always" in tasks[take]["tags"]
+    assert tasks[audit]["always"][-1][LOCK]["state"] == "released"
+    assert lease(tasks[take], variables) >= 60 * GPUS ** 2 + 120 + 300
+
+
+def test_lease_fallbacks_match_the_role_defaults():
+    """The playbooks' default() fallbacks (for include_role, whose defaults come late) must not drift."""
+    defaults = role_defaults()
+    for playbook in ("site.yml", "restart.yml", "rollback.yml", "preflight.yml"):
+        with open(os.path.join(ROOT, "playbooks", playbook)) as handle:
+            text = handle.read()
+        for name, fallback in re.findall(r"\b(\w+) \| default\(([^()]*)\)", text):
+            if name in defaults:
+                value = yaml.safe_load(fallback)
+                expected = defaults[name]
+                if isinstance(expected, list):
+                    assert len(value) == len(expected), (playbook, name)
+                else:
+                    assert value == expected, "%s: %s | default(%s), role default %r" % (
+                        playbook, name, fallback, expected)

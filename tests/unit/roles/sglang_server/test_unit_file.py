@@ -1,0 +1,283 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The sglang_server role's unit, environment and --config files, rendered by Ansible and read back like systemd.
+
+One ansible-playbook run (localhost, no connection) renders every case: each case is a play with the case's
+role variables that runs the role's own ``validate`` entry point (the real "Assemble" task and filters) and
+records the probe URLs (``__sglang_server_base_url``, ``__sglang_server_ready_url``) and renders the role's three
+templates, inside a block whose rescue records the failure message. The rendered files
+are then parsed with ``systemd_syntax`` (systemd 252's quoting, escapes, specifiers and $-expansion) and,
+where this machine has it, checked with ``systemd-analyze verify`` and ``systemd-analyze security --offline``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_server import systemd_syntax as sd
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+ROLE = os.path.join(ROOT, "roles", "sglang_server")
+API_KEY = "sk-unit-%must$stay\"literal"
+HF_TOKEN = "hf_tok$en\"with`specials\\x"
+
+# /proc/devices "Character devices:" as read on an H200 host with the 580.159.04 open kernel module
+# (docs: real-gpu-hosts.md), and as printed by a pre-545 proprietary driver (nvidia-frontend on 195).
+PROC_DEVICES_580_OPEN = [
+    (1, "mem"), (4, "tty"), (5, "/dev/tty"), (10, "misc"), (195, "nvidia"), (195, "nvidiactl"), (238, "nvidia-uvm"),
+    (239, "nvidia-nvswitch"), (240, "nvidia-nvlink"), (241, "nvidia-caps"), (242, "nvidia-caps-imex-channels"),
+    (254, "rtc"),
+]
+PROC_DEVICES_535_PROPRIETARY = [
+    (1, "mem"), (10, "misc"), (195, "nvidia-frontend"), (236, "nvidia-nvlink"), (237, "nvidia-nvswitch"),
+    (508, "nvidia-uvm"), (509, "nvidia-caps"), (254, "rtc"),
+]
+
+BASE_VARS = {
+    "sglang_server_model_path": "/models/Qwen3.5-122B-A10B",
+    "sglang_server_install": "none",
+    "sglang_server_python": "/usr/bin/python3",
+    "sglang_server_api_key": API_KEY,
+    "sglang_server_hf_token": HF_TOKEN,
+}
+
+CASES = {
+    # the role's defaults with a model: what most hosts get
+    "plain": {},
+    # '$', '%', quotes and backslashes in the environment: each must reach the process unchanged
+    "env_specials": {"sglang_server_env": {"DB_PASSWORD": "pa$word", "PCT": "100%", "QUOTE": "a\"b'c\\d", "SEMI": ";"}},
+    # a server with TLS is probed over https
+    "tls": {"sglang_server_host": "0.0.0.0", "sglang_server_ready_path": "/health_generate",
+            "sglang_server_args": {"ssl_certfile": "/etc/sglang/tls.crt", "ssl_keyfile": "/etc/sglang/tls.key"}},
+    # values systemd would otherwise expand, split or unescape: each must reach SGLang unchanged
+    "hostile_text": {
+        "sglang_server_served_model_name": "50% $HOME \"quoted\" back\\slash ;semi",
+        "sglang_server_env": {"DB_PASSWORD": "pa$word", "PCT": "100%", "QUOTE": "a\"b'c\\d", "SEMI": ";"},
+        "sglang_server_args": {
+            "chunked_prefill_size": -1,
+            "tokenizer_path": "-looks-like-an-option",
+            "json_model_override_args": {"note": "$x %n \"q\""},
+            "log_requests_target": ["stdout", "/var/log/sglang requests"],
+        },
+    },
+    # the NUL injection of the security review: must fail before anything is written
+    "nul_in_env": {"sglang_server_env": {"FOO": "x\0ExecStartPre=+/usr/bin/touch /var/pwned\0#"}},
+    "newline_in_env": {"sglang_server_env": {"FOO": "x\nExecStartPre=+/usr/bin/touch /var/pwned"}},
+    "tab_in_served_name": {"sglang_server_served_model_name": "a\tb"},
+    "esc_in_arg": {"sglang_server_args": {"tokenizer_path": "/tok\x1b[2J"}},
+    "nul_in_model_path": {"sglang_server_model_path": "/models/m\0ExecStartPre=+/bin/true"},
+    "c1_in_api_key": {"sglang_server_api_key": "sk-\x85secret"},
+    # values the validation does not see yet: the template refuses them on its own
+    "newline_in_home": {"sglang_server_home": "/var/lib/sglang\nExecStartPre=+/bin/true"},
+    "prefix_on_python": {"sglang_server_python": "+/usr/bin/python3"},
+    "newline_in_restart_sec": {"sglang_server_restart_sec": "30\nExecStartPre=+/bin/true"},
+    # '@evil/...' after http://127.0.0.1:30000 sends the probe (and the API key) to another host
+    "ready_path_other_host": {"sglang_server_ready_path": "@evil.example/health"},
+}
+FAILING = {
+    "nul_in_env": "sglang_server_env.FOO: contains a control character (NUL at offset 1)",
+    "newline_in_env": "sglang_server_env.FOO: contains a control character (LF at offset 1)",
+    "tab_in_served_name": "sglang_server_served_model_name: contains a control character (TAB at offset 1)",
+    "esc_in_arg": "sglang_server_args.tokenizer_path: contains a control character (ESC at offset 4)",
+    "nul_in_model_path": "sglang_server_model_path: contains a control character (NUL at offset 9)",
+    "c1_in_api_key": "sglang_server_api_key: contains a control character (NEL at offset 3; value not shown)",
+    "newline_in_home": "HOME: contains a control character (LF at offset 15)",
+    "prefix_on_python": "sglang_server_python: must be an absolute path, got '+/usr/bin/python3'",
+    "newline_in_restart_sec": "sglang_server_restart_sec",
+    "ready_path_other_host": "sglang_server_ready_path: must be a plain absolute URL path",
+}
+TEMPLATES = ("sglang.service", "sglang.env", "config.yaml")
+URLS = "{{ {'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url | default('(undefined)')} | to_json }}"
+
+
+def _collections_path():
+    tree = os.environ.get("LLMSERVE_PYTEST_TREE")
+    if not tree or not os.path.isdir(os.path.join(tree, "ansible_collections", "llmserve", "sglang")):
+        pytest.skip("collection link tree not found (run from the repository root, which has the conftest)")
+    return tree
+
+
+def _play(name, overrides, out):
+    variables = dict(BASE_VARS, **overrides)
+    tasks = [{"ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_server", "tasks_from": "validate",
+                                               "public": True}},
+             {"ansible.builtin.copy": {"content": URLS, "dest": os.path.join(out, name, "urls.json"), "mode": "0600"}}]
+    for template in TEMPLATES:
+        tasks.append({"ansible.builtin.template": {"src": os.path.join(ROLE, "templates", template + ".j2"),
+                                                   "dest": os.path.join(out, name, template), "mode": "0600"}})
+    tasks.append({"ansible.builtin.copy": {"content": "{{ __sglang_server_rendered | to_json }}",
+                                           "dest": os.path.join(out, name, "rendered.json"), "mode": "0600"}})
+    return {
+        "name": name, "hosts": "localhost", "gather_facts": False, "vars": variables,
+        "tasks": [
+            {"ansible.builtin.file": {"path": os.path.join(out, name), "state": "directory", "mode": "0700"}},
+            {"block": tasks, "rescue": [{"ansible.builtin.copy": {
+                "content": "{{ ansible_failed_result.msg | default(ansible_failed_result) | string }}",
+                "dest": os.path.join(out, name, "error.txt"), "mode": "0600"}}]},
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("sglang-unit"))
+    playbook = os.path.join(out, "render.yml")
+    with open(playbook, "w", encoding="utf-8") as handle:
+        # JSON is YAML; it keeps the NUL and ESC characters of the cases intact as \u escapes
+        json.dump([_play(name, overrides, out) for name, overrides in CASES.items()], handle)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1", ANSIBLE_HOME=os.path.join(out, "home"),
+               ANSIBLE_ROLES_PATH=os.path.join(out, "roles"))
+    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+                             "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable, playbook],
+                            capture_output=True, text=True, env=env, check=False, timeout=600)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    cases = {}
+    for name in CASES:
+        files = {}
+        for entry in TEMPLATES + ("rendered.json", "error.txt", "urls.json"):
+            path = os.path.join(out, name, entry)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", newline="") as handle:
+                    files[entry] = handle.read()
+        files["dir"] = os.path.join(out, name)
+        cases[name] = files
+    return cases
+
+
+def _ok(rendered, name):
+    case = rendered[name]
+    assert "error.txt" not in case, case.get("error.txt")
+    return case, json.loads(case["rendered.json"])
+
+
+def test_hostile_values_reach_sglang_unchanged(rendered):
+    case, data = _ok(rendered, "hostile_text")
+    unit = case["sglang.service"]
+    (exec_start,) = sd.values(unit, "ExecStart")
+    assert sd.exec_argv(exec_start) == ["/usr/bin/python3", "-m", "sglang.launch_server"] + data["argv"]
+    argv = data["argv"]
+    # values starting with '-' are joined to their option, so argparse cannot take them for options
+    assert "--chunked-prefill-size=-1" in argv and "--tokenizer-path=-looks-like-an-option" in argv
+    assert argv[argv.index("--served-model-name") + 1] == "50% $HOME \"quoted\" back\\slash ;semi"
+    assert argv[argv.index("--log-requests-target") + 1:][:2] == ["stdout", "/var/log/sglang requests"]
+    assert API_KEY not in unit and HF_TOKEN not in unit
+
+
+@pytest.mark.parametrize("name", ["env_specials", "hostile_text"])
+def test_environment_values_are_not_doubled(rendered, name):
+    """'$' has no meaning in Environment=: pa$word must arrive as pa$word, not pa$$word."""
+    case, data = _ok(rendered, name)
+    env = {}
+    for value in sd.values(case["sglang.service"], "Environment"):
+        env.update(sd.environment(value))
+    assert env == data["env"]
+    assert env["DB_PASSWORD"] == "pa$word" and env["PCT"] == "100%" and env["QUOTE"] == "a\"b'c\\d"
+    assert env["PYTHONPATH"] == "/etc/sglang/pylib"
+
+
+def test_redaction_hook_learns_where_the_config_file_is(rendered):
+    case = _ok(rendered, "plain")[0]
+    env = {}
+    for value in sd.values(case["sglang.service"], "Environment"):
+        env.update(sd.environment(value))
+    assert env["LLMSERVE_REDACT_CONFIG"] == "/etc/sglang/sglang.yaml"
+    assert sd.exec_argv(sd.values(case["sglang.service"], "ExecStart")[0])[-2:] == ["--config", env["LLMSERVE_REDACT_CONFIG"]]
+
+
+def test_probe_urls(rendered):
+    _ok(rendered, "plain")
+    assert json.loads(rendered["plain"]["urls.json"]) == {"base": "http://127.0.0.1:30000",
+                                                          "ready": "http://127.0.0.1:30000/health"}
+    assert json.loads(rendered["tls"]["urls.json"]) == {"base": "https://127.0.0.1:30000",
+                                                        "ready": "https://127.0.0.1:30000/health_generate"}
+
+
+def test_description_escapes_specifiers(rendered):
+    case = _ok(rendered, "hostile_text")[0]
+    (description,) = sd.values(case["sglang.service"], "Description", section="Unit")
+    assert sd.specifiers(description) == "SGLang server 50% $HOME \"quoted\" back\\slash ;semi"
+
+
+def test_secret_files_read_back_literally(rendered):
+    case = _ok(rendered, "hostile_text")[0]
+    assert sd.env_file(case["sglang.env"]) == {"HF_TOKEN": HF_TOKEN}
+    assert yaml.safe_load(case["config.yaml"]) == {"api-key": API_KEY}
+
+
+@pytest.mark.parametrize("name", sorted(FAILING))
+def test_control_characters_and_prefixes_are_refused(rendered, name):
+    case = rendered[name]
+    assert "error.txt" in case, "rendered although it must fail: %r" % case.get("sglang.service")
+    assert FAILING[name] in case["error.txt"]
+    assert not [template for template in TEMPLATES if template in case], "a file was written before the failure"
+
+
+def test_secret_values_are_not_in_error_messages(rendered):
+    assert "secret" not in rendered["c1_in_api_key"]["error.txt"]
+
+
+def _device_majors(unit, proc_devices):
+    classes = []
+    for value in sd.values(unit, "DeviceAllow"):
+        spec, access = value.split()
+        assert spec.startswith("char-") and access == "rw", value
+        classes.append(spec[len("char-"):])
+    # systemd matches the name after char- against /proc/devices with fnmatch
+    return {major for major, name in proc_devices if any(fnmatch.fnmatchcase(name, c) for c in classes)}
+
+
+def test_unit_allows_the_gpu_on_driver_580_and_on_older_drivers(rendered):
+    case = _ok(rendered, "plain")[0]
+    unit = case["sglang.service"]
+    assert sd.values(unit, "DevicePolicy") == ["closed"]
+    assert _device_majors(unit, PROC_DEVICES_580_OPEN) == {195, 238, 239, 240, 241, 242}
+    assert _device_majors(unit, PROC_DEVICES_535_PROPRIETARY) == {195, 236, 237, 508, 509}
+
+
+def test_device_class_list_is_defined_once():
+    with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as handle:
+        classes = yaml.safe_load(handle)["__sglang_server_nvidia_device_classes"]
+    assert {"nvidia", "nvidiactl", "nvidia-frontend", "nvidia-uvm"} <= set(classes)
+    with open(os.path.join(ROLE, "templates", "sglang.service.j2"), encoding="utf-8") as handle:
+        template = handle.read()
+    assert "__sglang_server_nvidia_device_classes" in template
+    assert not re.search(r"DeviceAllow=char-nvidia", template), "device classes hard-coded in the template"
+
+
+needs_systemd_analyze = pytest.mark.skipif(shutil.which("systemd-analyze") is None,
+                                           reason="systemd-analyze is not installed here")
+
+
+@needs_systemd_analyze
+@pytest.mark.parametrize("name", ["plain", "env_specials", "hostile_text"])
+def test_systemd_analyze_verify_accepts_the_unit(rendered, tmp_path, name):
+    case = _ok(rendered, name)[0]
+    unit = tmp_path / "sglang.service"
+    unit.write_text(case["sglang.service"], encoding="utf-8")
+    result = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False,
+                            timeout=120)
+    assert result.returncode == 0 and not (result.stdout + result.stderr).strip(), result.stdout + result.stderr
+
+
+@needs_systemd_analyze
+def test_exposure_level_at_most_2(rendered, tmp_path):
+    case = _ok(rendered, "plain")[0]
+    unit = tmp_path / "sglang.service"
+    unit.write_text(case["sglang.service"], encoding="utf-8")
+    result = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager", str(unit)],
+                            capture_output=True, text=True, check=False, timeout=120)
+    match = re.search(r"Overall exposure level for \S+: ([0-9.]+)", result.stdout)
+    if match is None:
+        pytest.skip("systemd-analyze security --offline is not supported here: %s" % result.stderr.strip()[-300:])
+    assert float(match.group(1)) <= 2.0, result.stdout[-4000:]
