@@ -11,13 +11,15 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import p2p
 from ansible_collections.llmserve.sglang.plugins.module_utils.preflight_rules import (
+    DEFAULT_FATAL_XIDS,
     DEFAULT_FORBIDDEN_ARCHITECTURES,
     evaluate,
 )
 
 
 def iommu_preflight_evaluate(gpu_host, gpus=None, require_iommu=False, dma_faults='fail',
-                             identity_forbidden_architectures=None, disable_identity_units=False):
+                             identity_forbidden_architectures=None, disable_identity_units=False,
+                             fatal_xids=None, require_gpu=True):
     """``ansible_facts['gpu_host']`` -> ``{errors, warnings, selected, units_to_disable, reboot_required, report}``."""
     if not isinstance(gpu_host, dict):
         raise AnsibleFilterError('iommu_preflight_evaluate: expected the gpu_host facts dictionary, got %s'
@@ -28,10 +30,16 @@ def iommu_preflight_evaluate(gpu_host, gpus=None, require_iommu=False, dma_fault
     forbidden = identity_forbidden_architectures
     if forbidden is None:
         forbidden = DEFAULT_FORBIDDEN_ARCHITECTURES
+    if fatal_xids is None:
+        fatal_xids = DEFAULT_FATAL_XIDS
+    if not isinstance(fatal_xids, (list, tuple)):
+        raise AnsibleFilterError('iommu_preflight_evaluate: iommu_preflight_fatal_xids must be a list of Xid codes, '
+                                 'got %r' % (fatal_xids,))
     try:
         return evaluate(gpu_host, selection=list(gpus or []), require_iommu=bool(require_iommu),
                         dma_faults=dma_faults, identity_forbidden_architectures=list(forbidden),
-                        disable_identity_units=bool(disable_identity_units))
+                        disable_identity_units=bool(disable_identity_units), fatal_xids=list(fatal_xids),
+                        require_gpu=bool(require_gpu))
     except ValueError as exc:
         raise AnsibleFilterError('iommu_preflight_evaluate: %s' % exc)
 

@@ -20,6 +20,7 @@ import re
 import stat
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import gpu_ids
+from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_modules import parse_proc_modules
 
 # PCI classes nvidia.ko binds: VGA compatible controller (0x0300) and 3D controller (0x0302).
 GPU_PCI_CLASSES = (0x0300, 0x0302)
@@ -53,11 +54,48 @@ def normalize_pci_address(text):
                             match.group('fn') or '0')
 
 
-class HostRoot(object):
-    """Read files of a host whose filesystem starts at ``root``."""
+class HostRecorder(object):
+    """What a :class:`HostRoot` looked at, for a capture (see ``host_capture``).
 
-    def __init__(self, root='/'):
+    Paths are host paths (as seen below the root). ``files`` maps a path to the bytes read (``None``: the file
+    was only seen to exist), ``modes`` the permission bits of files checked for being executable, ``links`` a
+    symbolic link to its raw target, ``dirs`` a directory to the names listed in it (``None``: only seen to
+    exist), ``devices`` a character device node to ``(major, minor)``.
+    """
+
+    def __init__(self):
+        self.files = {}
+        self.modes = {}
+        self.links = {}
+        self.dirs = {}
+        self.devices = {}
+
+    def file(self, path, data=None):
+        known = self.files.get(path)
+        if data is None:
+            self.files.setdefault(path, None)
+        elif known is None or len(data) > len(known):
+            # the same file may be read whole and with a limit: keep the longest read
+            self.files[path] = data
+
+    def directory(self, path, names=None):
+        known = self.dirs.get(path)
+        if names is None:
+            self.dirs.setdefault(path, None)
+        else:
+            self.dirs[path] = set(names) | (known or set())
+
+
+class HostRoot(object):
+    """Read files of a host whose filesystem starts at ``root``.
+
+    With a ``recorder`` (:class:`HostRecorder`) every file read, directory listed, link followed and device
+    node seen is noted, so that a capture can hold exactly what the readers used.
+    """
+
+    def __init__(self, root='/', recorder=None):
         self.root = os.path.abspath(root or '/')
+        self.recorder = recorder
 
     @property
     def is_live(self):
@@ -69,11 +107,8 @@ class HostRoot(object):
             return self.root
         return os.path.join(self.root, *parts)
 
-    def resolve(self, path):
-        """Resolve ``path`` (absolute, host view) to a real path below the root, following symlinks.
-
-        Returns ``None`` on a symlink loop.
-        """
+    def _resolve_parts(self, path):
+        """Host path components of ``path`` with every symlink followed inside the root; ``None`` on a loop."""
         pending = [part for part in path.split('/') if part not in ('', '.')]
         done = []
         hops = 0
@@ -89,32 +124,67 @@ class HostRoot(object):
                 if hops > _MAX_SYMLINK_HOPS:
                     return None
                 target = os.readlink(candidate)
+                if self.recorder is not None:
+                    self.recorder.links['/' + '/'.join(done + [part])] = target
                 if target.startswith('/'):
                     done = []
                 pending = [p for p in target.split('/') if p not in ('', '.')] + pending
             else:
                 done.append(part)
-        return self._join(done)
+        return done
+
+    def resolve(self, path):
+        """Resolve ``path`` (absolute, host view) to a real path below the root, following symlinks.
+
+        Returns ``None`` on a symlink loop.
+        """
+        parts = self._resolve_parts(path)
+        return None if parts is None else self._join(parts)
+
+    def _located(self, path):
+        """``(real path, host path)`` of ``path`` after resolving symlinks, or ``(None, None)``."""
+        parts = self._resolve_parts(path)
+        if parts is None:
+            return None, None
+        return self._join(parts), '/' + '/'.join(parts)
 
     def exists(self, path):
-        real = self.resolve(path)
-        return real is not None and os.path.exists(real)
+        real, host_path = self._located(path)
+        found = real is not None and os.path.exists(real)
+        if found and self.recorder is not None:
+            if os.path.isdir(real):
+                self.recorder.directory(host_path)
+            else:
+                self.recorder.file(host_path)
+        return found
 
     def isdir(self, path):
-        real = self.resolve(path)
-        return real is not None and os.path.isdir(real)
+        real, host_path = self._located(path)
+        found = real is not None and os.path.isdir(real)
+        if found and self.recorder is not None:
+            self.recorder.directory(host_path)
+        return found
 
     def isfile(self, path):
-        real = self.resolve(path)
-        return real is not None and os.path.isfile(real)
+        real, host_path = self._located(path)
+        found = real is not None and os.path.isfile(real)
+        if found and self.recorder is not None:
+            self.recorder.file(host_path)
+        return found
 
     def is_executable(self, path):
-        real = self.resolve(path)
-        return real is not None and os.path.isfile(real) and bool(os.stat(real).st_mode & stat.S_IXUSR)
+        real, host_path = self._located(path)
+        if real is None or not os.path.isfile(real):
+            return False
+        mode = os.stat(real).st_mode
+        if self.recorder is not None:
+            self.recorder.file(host_path)
+            self.recorder.modes[host_path] = stat.S_IMODE(mode)
+        return bool(mode & stat.S_IXUSR)
 
     def read(self, path, default=None, limit=None):
         """Text of a file (UTF-8, undecodable bytes replaced), or ``default`` if it cannot be read."""
-        real = self.resolve(path)
+        real, host_path = self._located(path)
         if real is None:
             return default
         try:
@@ -122,6 +192,8 @@ class HostRoot(object):
                 data = handle.read() if limit is None else handle.read(limit)
         except (IOError, OSError):
             return default
+        if self.recorder is not None:
+            self.recorder.file(host_path, data)
         return data.decode('utf-8', 'replace')
 
     def read_value(self, path, default=None):
@@ -134,13 +206,17 @@ class HostRoot(object):
 
     def readlink(self, path):
         """Raw target of a symlink (not resolved), or ``None`` if ``path`` is not a symlink."""
-        parent = self.resolve(os.path.dirname(path.rstrip('/')) or '/')
-        if parent is None:
+        parent_parts = self._resolve_parts(os.path.dirname(path.rstrip('/')) or '/')
+        if parent_parts is None:
             return None
-        candidate = os.path.join(parent, os.path.basename(path.rstrip('/')))
+        name = os.path.basename(path.rstrip('/'))
+        candidate = os.path.join(self._join(parent_parts), name)
         if not os.path.islink(candidate):
             return None
-        return os.readlink(candidate)
+        target = os.readlink(candidate)
+        if self.recorder is not None:
+            self.recorder.links['/' + '/'.join(parent_parts + [name])] = target
+        return target
 
     def link_name(self, path):
         """Basename of a symlink's target (``driver`` -> ``nvidia``), or ``None``."""
@@ -150,13 +226,32 @@ class HostRoot(object):
         return os.path.basename(target.rstrip('/')) or None
 
     def listdir(self, path):
-        real = self.resolve(path)
+        real, host_path = self._located(path)
         if real is None:
             return []
         try:
-            return sorted(os.listdir(real))
+            names = sorted(os.listdir(real))
         except (IOError, OSError):
             return []
+        if self.recorder is not None:
+            self.recorder.directory(host_path, names)
+        return names
+
+    def char_device(self, path):
+        """``(major, minor)`` of a character device node (symlinks followed inside the root), else ``None``."""
+        real, host_path = self._located(path)
+        if real is None:
+            return None
+        try:
+            info = os.stat(real)
+        except (IOError, OSError):
+            return None
+        if not stat.S_ISCHR(info.st_mode):
+            return None
+        numbers = (os.major(info.st_rdev), os.minor(info.st_rdev))
+        if self.recorder is not None:
+            self.recorder.devices[host_path] = numbers
+        return numbers
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -432,6 +527,11 @@ def read_nvidia_driver(host):
         if host.isdir('/sys/module/%s' % name):
             refcnt = host.read_value('/sys/module/%s/refcnt' % name)
             modules[name] = int(refcnt) if refcnt and refcnt.isdigit() else None
+    # /proc/modules lists the loaded modules even where /sys/module is not readable (or not captured)
+    listed = parse_proc_modules(host.read('/proc/modules', default=''))
+    for name in NVIDIA_MODULES:
+        if name in listed and name not in modules:
+            modules[name] = listed[name]['refcount']
     params_text = host.read('/proc/driver/nvidia/params')
     loaded = version_text is not None or 'nvidia' in modules or host.isdir('/proc/driver/nvidia')
     return {
@@ -441,6 +541,127 @@ def read_nvidia_driver(host):
         'modules': modules,
         'params': parse_nvidia_params(params_text) if params_text is not None else {},
     }
+
+
+# ---------------------------------------------------------------------------------------------------
+# Virtualization
+# ---------------------------------------------------------------------------------------------------
+
+_CPUINFO_FLAGS_RE = re.compile(r'^flags\s*:\s*(?P<flags>.*)$', re.M)
+_HYPERVISOR_LOG = 'Hypervisor detected: '
+# The first processor block of /proc/cpuinfo is enough (every CPU of a guest carries the flag); hosts with
+# hundreds of CPUs have a cpuinfo of several hundred KiB.
+_CPUINFO_LIMIT = 16384
+
+
+def detect_virtualization(host, log_lines=None):
+    """Return ``{hypervisor, hypervisor_vendor, evidence}``: whether this is a virtual machine.
+
+    ``hypervisor`` is the x86 CPU flag of that name in ``/proc/cpuinfo``, which the hypervisor sets for its
+    guests. The vendor comes from the boot message ``Hypervisor detected: KVM`` or ``/sys/hypervisor/type``
+    (Xen), null when neither says.
+    """
+    evidence = []
+    text = host.read('/proc/cpuinfo', limit=_CPUINFO_LIMIT) or ''
+    match = _CPUINFO_FLAGS_RE.search(text.split('\n\n', 1)[0])
+    hypervisor = bool(match) and 'hypervisor' in match.group('flags').split()
+    if hypervisor:
+        evidence.append('/proc/cpuinfo: hypervisor flag')
+    vendor = None
+    for line in log_lines or ():
+        index = line.find(_HYPERVISOR_LOG)
+        found = line[index + len(_HYPERVISOR_LOG):].strip()[:64] if index >= 0 else ''
+        if found:
+            vendor = found
+            evidence.append('kernel log: %s%s' % (_HYPERVISOR_LOG, vendor))
+            break
+    xen = host.read_value('/sys/hypervisor/type')
+    if xen:
+        vendor = vendor or xen
+        evidence.append('/sys/hypervisor/type = %s' % xen)
+    return {'hypervisor': hypervisor, 'hypervisor_vendor': vendor, 'evidence': evidence}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Device nodes
+# ---------------------------------------------------------------------------------------------------
+
+# A replay tree (a capture, a fixture) keeps the facts that files cannot hold in this directory below its
+# root. It is read only when the root is not / : on a live host only real device nodes count.
+REPLAY_DIR = '/.gpu_host_facts'
+DEVICE_TABLE = REPLAY_DIR + '/device-nodes'
+_DEVICE_TABLE_RE = re.compile(r'^c (?P<major>\d+):(?P<minor>\d+) (?P<path>/\S+)$')
+_PROC_DEVICE_RE = re.compile(r'^(?P<major>\d+)\s+(?P<name>\S.*)$')
+
+
+def parse_proc_devices(text):
+    """The ``Character devices:`` section of ``/proc/devices`` as ``[{major, name}]`` (in file order)."""
+    devices = []
+    section = None
+    for line in (text or '').splitlines():
+        stripped = line.strip()
+        if stripped in ('Character devices:', 'Block devices:'):
+            section = stripped
+            continue
+        if section != 'Character devices:':
+            continue
+        match = _PROC_DEVICE_RE.match(stripped)
+        if match:
+            devices.append({'major': int(match.group('major')), 'name': match.group('name')})
+    return devices
+
+
+def read_char_devices(host):
+    """``[{major, name}]`` of the character device drivers of ``/proc/devices``."""
+    return parse_proc_devices(host.read('/proc/devices', default=''))
+
+
+def is_nvidia_device_path(path):
+    """True for ``/dev/nvidia*`` (not below a subdirectory) and ``/dev/nvidia-caps/*``."""
+    parts = path.split('/')
+    if len(parts) == 3 and parts[1] == 'dev':
+        return parts[2].startswith('nvidia')
+    return len(parts) == 4 and parts[1] == 'dev' and parts[2] == 'nvidia-caps' and bool(parts[3])
+
+
+def parse_device_table(text):
+    """``{path: (major, minor)}`` from a replay tree's device table (``c MAJOR:MINOR PATH`` lines)."""
+    table = {}
+    for line in (text or '').splitlines():
+        match = _DEVICE_TABLE_RE.match(line.strip())
+        if match and is_nvidia_device_path(match.group('path')):
+            table[match.group('path')] = (int(match.group('major')), int(match.group('minor')))
+    return table
+
+
+def format_device_table(devices):
+    """Text of a device table for ``{path: (major, minor)}``."""
+    return ''.join('c %d:%d %s\n' % (numbers[0], numbers[1], path) for path, numbers in sorted(devices.items()))
+
+
+def read_device_nodes(host):
+    """``[{path, major, minor}]`` of the character devices ``/dev/nvidia*`` and ``/dev/nvidia-caps/*``.
+
+    Numbers come from the nodes themselves (``st_rdev``). Below a root other than ``/``, nodes that the
+    tree cannot hold as real device files come from its device table (``/.gpu_host_facts/device-nodes``);
+    a real node at the same path wins.
+    """
+    found = {}
+    candidates = ['/dev/%s' % name for name in host.listdir('/dev') if name.startswith('nvidia')]
+    if host.isdir('/dev/nvidia-caps'):
+        candidates.extend('/dev/nvidia-caps/%s' % name for name in host.listdir('/dev/nvidia-caps'))
+    for path in candidates:
+        numbers = host.char_device(path)
+        if numbers is not None:
+            found[path] = numbers
+    if not host.is_live:
+        for path, numbers in parse_device_table(host.read(DEVICE_TABLE, default='')).items():
+            if path not in found:
+                found[path] = numbers
+                if host.recorder is not None:
+                    # a capture of a replay tree carries its table on
+                    host.recorder.devices[path] = numbers
+    return [{'path': path, 'major': found[path][0], 'minor': found[path][1]} for path in sorted(found)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -521,6 +742,43 @@ def scan_gpus(host, groups=None):
     for index, gpu in enumerate(gpus):
         gpu['index'] = index
     return gpus
+
+
+def scan_pci(host):
+    """What the PCI scan saw: ``{sysfs, devices, vendors, nvidia_functions}``.
+
+    ``sysfs`` is whether ``/sys/bus/pci/devices`` exists, ``devices`` the number of PCI functions in it,
+    ``vendors`` the number of functions per vendor ID, ``nvidia_functions`` the NVIDIA functions that are
+    not GPUs (HDMI audio, NVSwitch bridges, ...) with ``pci_address``, ``device_id``, ``pci_class`` and
+    ``driver``. Tells "no NVIDIA GPU" apart from "no PCI at all" and from "NVIDIA parts but no GPU".
+    """
+    present = host.isdir('/sys/bus/pci/devices')
+    vendors = {}
+    others = []
+    count = 0
+    for entry in host.listdir('/sys/bus/pci/devices'):
+        address = normalize_pci_address(entry)
+        if address is None:
+            continue
+        count += 1
+        base = '/sys/bus/pci/devices/%s' % entry
+        vendor = _hex_value(host.read_value(base + '/vendor'))
+        key = '0x%04x' % vendor if vendor is not None else 'unknown'
+        vendors[key] = vendors.get(key, 0) + 1
+        if vendor != gpu_ids.NVIDIA_VENDOR_ID:
+            continue
+        pci_class = _hex_value(host.read_value(base + '/class'))
+        if pci_class is not None and (pci_class >> 8) in GPU_PCI_CLASSES:
+            continue
+        device = _hex_value(host.read_value(base + '/device'))
+        others.append({
+            'pci_address': address,
+            'device_id': '0x%04x' % device if device is not None else None,
+            'pci_class': '0x%06x' % pci_class if pci_class is not None else None,
+            'driver': host.link_name(base + '/driver'),
+        })
+    return {'sysfs': present, 'devices': count, 'vendors': vendors,
+            'nvidia_functions': sorted(others, key=lambda item: item['pci_address'])}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -22,11 +22,17 @@ Rules (``E`` = error, ``W`` = warning):
   disabled one is a warning).
 * ``dma-faults`` (E, or W with ``dma_faults='warn'``): IOMMU/DMA fault events of this boot attributed
   to a selected GPU; faults of other devices are warnings.
-* ``iommu-required`` (E when ``require_iommu``, else W ``iommu-off`` on a host with NVIDIA GPUs): the IOMMU is off.
+* ``iommu-required`` (E when ``require_iommu``, else W ``iommu-off`` on a host with NVIDIA GPUs): the IOMMU is off;
+  in a virtual machine (CPU flag ``hypervisor``) the message says that the VM has no virtual IOMMU.
 * ``identity-allowed`` (W): another GPU in an identity domain on a host without SEV-SNP.
 * ``numa-span`` (W): the selected GPUs are on more than one NUMA node.
-* ``driver`` (W): the NVIDIA driver is not loaded, or a GPU is not bound to it.
-* ``kernel-log`` (W): no kernel log could be read, so the fault rule was not checked.
+* ``no-gpu`` (E, or W with ``require_gpu=False``): the host has no NVIDIA GPU; says what the PCI scan saw.
+* ``driver`` (E for selected GPUs, W for others): a GPU is bound to no driver (the NVIDIA driver not loaded, or
+  it did not take the GPU) or to another one (``vfio-pci``, ``nouveau``).
+* ``gpu-xid`` (E for selected GPUs, W otherwise): NVIDIA Xid events of this boot whose code (or the code they
+  were caused by) is in ``fatal_xids``, and "fallen off the bus" messages; other Xid events are warnings.
+  Xid 143 is left to ``dma-faults``.
+* ``kernel-log`` (W): no kernel log could be read, so the fault and Xid rules were not checked.
 * ``gpu-selection`` (E): an entry of the GPU selection names no GPU of the host.
 
 Standard library only.
@@ -36,9 +42,22 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.llmserve.sglang.plugins.module_utils.dma_faults import DMA_XIDS
 from ansible_collections.llmserve.sglang.plugins.module_utils.gpu_sysfs import normalize_pci_address
 
 DEFAULT_FORBIDDEN_ARCHITECTURES = ('blackwell', 'rubin')
+# Xid codes after which the GPU cannot serve until it is reset or the host rebooted (NVIDIA's Xid catalog):
+# double-bit ECC (48), micro-controller halt (62), row-remapper failure (64), fallen off the bus (79), uncontained
+# ECC (95), GSP RPC timeout and GSP error (119, 120), unrecovered ECC (140).
+DEFAULT_FATAL_XIDS = (48, 62, 64, 79, 95, 119, 120, 140)
+XID_NAMES = {
+    13: 'graphics engine exception', 31: 'GPU memory page fault', 43: 'GPU stopped processing',
+    45: 'preemptive cleanup after an earlier error', 48: 'double-bit ECC error', 62: 'internal micro-controller halt',
+    63: 'ECC page retirement or row remapping event', 64: 'ECC page retirement or row remapper failure',
+    74: 'NVLink error', 79: 'GPU has fallen off the bus', 92: 'high single-bit ECC error rate',
+    94: 'contained ECC error', 95: 'uncontained ECC error', 109: 'context switch timeout', 119: 'GSP RPC timeout',
+    120: 'GSP error', 140: 'unrecovered ECC error', 154: 'GPU recovery action changed',
+}
 DMA_FAULT_POLICIES = ('fail', 'warn')
 # First kernel release whose AMD IOMMU driver accepts identity domains on SEV-SNP hosts (until the fix
 # "iommu/amd: Block identity domain when SNP enabled" is in; distributions may carry either change).
@@ -57,7 +76,20 @@ def _gpu_label(gpu):
     return '%s (%s)' % (gpu['pci_address'], gpu.get('name') or 'NVIDIA GPU')
 
 
-def select_gpus(gpus, selection, var_name=_SELECT_VAR):
+def _selection_detail(item, address, gpus, nvidia_functions):
+    if address is None:
+        if isinstance(item, bool) or not (isinstance(item, int) or str(item).strip().isdigit()):
+            return ': it is neither a GPU index nor a PCI address'
+        return ': this host has %d NVIDIA GPU(s), indexes %s' % (
+            len(gpus), ', '.join(str(gpu['index']) for gpu in gpus) or 'none')
+    for function in nvidia_functions or ():
+        if function.get('pci_address') == address:
+            return (': PCI address %s is an NVIDIA function of class %s, not a GPU (display or 3D controller)'
+                    % (address, function.get('pci_class')))
+    return ': there is no NVIDIA GPU at PCI address %s (absent, not passed through, or removed after an error)' % address
+
+
+def select_gpus(gpus, selection, var_name=_SELECT_VAR, nvidia_functions=None):
     """Return ``(selected, errors)`` for a list of PCI addresses and/or indexes (empty: all GPUs)."""
     if not selection:
         return list(gpus), []
@@ -75,10 +107,14 @@ def select_gpus(gpus, selection, var_name=_SELECT_VAR):
         else:
             gpu = by_address.get(normalize_pci_address(item))
         if gpu is None:
+            address = None
+            if not isinstance(item, (bool, int)) and not str(item).strip().isdigit():
+                address = normalize_pci_address(item)
             errors.append(
-                'gpu-selection: %s[%d] = %r names no NVIDIA GPU of this host. Why: the checks and the P2P test '
+                'gpu-selection: %s[%d] = %r names no NVIDIA GPU of this host%s. Why: the checks and the P2P test '
                 'must run on the GPUs the server will use. Fix: use a GPU index or PCI address from this list '
-                '(index=address): %s.' % (var_name, position, item, known))
+                '(index=address): %s.' % (var_name, position, item,
+                                          _selection_detail(item, address, gpus, nvidia_functions), known))
         elif gpu not in selected:
             selected.append(gpu)
     return selected, errors
@@ -208,9 +244,9 @@ def _rule_dma_faults(facts, gpus, selected, policy):
                                                             and not facts.get('kernel_log_lines')):
         reason = facts.get('kernel_log_error') or 'no kernel_log file given and root is not /'
         warnings.append(
-            'kernel-log: no kernel log of this boot was read (%s), so DMA faults were not checked. Why: the fault '
-            'rule needs journalctl -k or dmesg. Fix: run the role with become: true, or pass a saved log in '
-            'iommu_preflight_kernel_log.' % reason)
+            'kernel-log: no kernel log of this boot was read (%s), so DMA faults and Xid events were not checked. '
+            'Why: the fault and Xid rules need journalctl -k or dmesg. Fix: run the role with become: true, or pass '
+            'a saved log in iommu_preflight_kernel_log.' % reason)
         return errors, warnings
     selected_addresses = [gpu['pci_address'] for gpu in selected]
     for gpu in gpus:
@@ -247,6 +283,7 @@ def _rule_iommu(facts, require):
     iommu = facts.get('iommu') or {}
     if iommu.get('enabled') or not (require or facts.get('gpus')):
         return [], []
+    virtualization = facts.get('virtualization') or {}
     flags = []
     if iommu.get('iommu_off'):
         flags.append('iommu=off')
@@ -254,6 +291,25 @@ def _rule_iommu(facts, require):
         flags.append('amd_iommu=off')
     if iommu.get('intel_iommu_off'):
         flags.append('intel_iommu=off')
+    if virtualization.get('hypervisor'):
+        vendor = virtualization.get('hypervisor_vendor')
+        found = ('this is a virtual machine (the CPU reports a hypervisor%s) without a virtual IOMMU: %s'
+                 % (', %s' % vendor if vendor else '',
+                    'the kernel command line has %s' % ', '.join(flags) if flags
+                    else 'there are no IOMMU groups and no IOMMU units in the guest'))
+        why = ('inside the guest nothing isolates device DMA: every passed-through device can read and write all guest '
+               'memory (the host\'s IOMMU only keeps it inside this VM). GPU peer-to-peer (P2P) traffic between '
+               'passed-through GPUs is translated by the host\'s IOMMU, which the guest cannot see, so whether P2P '
+               'works depends on the hypervisor and only the P2P test shows it (with one GPU there is no P2P). '
+               'SEV-SNP host checks do not apply to a guest.')
+        fix = ('if that is intended (usual for GPU passthrough), nothing; for DMA isolation inside the guest give the '
+               'VM a virtual IOMMU (for example intel-iommu with caching-mode=on, or virtio-iommu)%s and boot the '
+               'guest with it' % (' and remove %s from its kernel command line' % ', '.join(flags) if flags else ''))
+        if require:
+            return ['iommu-required: the IOMMU is off: %s. Why: iommu_preflight_require_iommu is true, and %s Fix: %s.'
+                    % (found, why[0].lower() + why[1:], fix)], []
+        return [], ['iommu-off: the IOMMU is off: %s. Why: %s Fix: %s (and set iommu_preflight_require_iommu: true '
+                    'to require it).' % (found, why, fix)]
     found = ('the kernel command line has %s' % ', '.join(flags)) if flags else \
         'there are no IOMMU groups and no IOMMU units (disabled in firmware or not supported by the kernel)'
     fix = ('enable the IOMMU in the firmware (AMD: IOMMU, Intel: VT-d), remove %s from the kernel command line '
@@ -291,26 +347,182 @@ def _rule_numa(selected):
             % (', '.join(str(node) for node in nodes), placement, _SELECT_VAR)]
 
 
-def _rule_driver(facts, gpus):
-    if not gpus:
-        return []
-    driver = facts.get('nvidia_driver') or {}
-    if not driver.get('loaded'):
-        return ['driver: the NVIDIA driver is not loaded, %d GPU(s) found in sysfs. Why: the server cannot use the '
-                'GPUs and the driver-side checks (params, P2P) cannot run. Fix: install and load the NVIDIA driver '
-                '(open kernel module for Blackwell), then run the preflight again.' % len(gpus)]
+def _rule_no_gpu(facts, require):
+    if facts.get('gpus'):
+        return [], []
+    scan = facts.get('pci_scan')
+    if scan is None:
+        seen = 'no PCI scan was reported'
+    elif not scan.get('sysfs'):
+        seen = 'there is no /sys/bus/pci/devices (sysfs not mounted, or a system without PCI)'
+    else:
+        vendors = scan.get('vendors') or {}
+        seen = 'the PCI scan of /sys/bus/pci/devices saw %d device(s)%s' % (
+            scan.get('devices', 0),
+            ' (vendors: %s)' % ', '.join('%s x%d' % (vendor, count) for vendor, count in sorted(vendors.items()))
+            if vendors else '')
+        others = scan.get('nvidia_functions') or []
+        if others:
+            seen += '; NVIDIA functions that are not GPUs: %s' % ', '.join(
+                '%s (class %s, driver %s)' % (item.get('pci_address'), item.get('pci_class'), item.get('driver') or 'none')
+                for item in others)
+        else:
+            seen += ', none of them from NVIDIA (vendor 0x10de)'
+    text = ('no-gpu: no NVIDIA GPU found: %s. Why: this host is to serve a model on NVIDIA GPUs; without a GPU in '
+            'sysfs (a display or 3D controller of vendor 0x10de) nothing can run there. Fix: check that the GPU is '
+            'seated and powered, enabled in the firmware, passed through to this VM, and listed by lspci; run the '
+            'role only on GPU hosts, or set iommu_preflight_require_gpu: false to audit a host without GPUs.' % seen)
+    return ([text], []) if require else ([], [text])
+
+
+def _driver_finding(gpu, loaded):
+    bound = gpu.get('driver')
+    if bound is None:
+        if not loaded:
+            return ('is bound to no driver; the NVIDIA driver is not loaded',
+                    'install and load the NVIDIA driver (modprobe nvidia; the open kernel module for Blackwell and '
+                    'later), then run the preflight again')
+        return ('is bound to no driver although the NVIDIA driver is loaded (its probe of this GPU failed or the '
+                'GPU was unbound)',
+                'look for NVRM lines of this GPU in the kernel log (RmInitAdapter failed, fallen off the bus), then '
+                'bind it (echo %s > /sys/bus/pci/drivers/nvidia/bind) or reboot' % gpu['pci_address'])
+    if bound == 'vfio-pci':
+        return ('is bound to vfio-pci, which reserves it for passing through to a virtual machine',
+                'if this host is to use it, remove its ID from the vfio-pci options (modprobe.d, kernel command line), '
+                'unbind it from vfio-pci and bind it to nvidia, or reboot')
+    if bound == 'nouveau':
+        return ('is bound to nouveau, the open-source driver, so the NVIDIA driver cannot take it',
+                'blacklist nouveau (blacklist nouveau and options nouveau modeset=0 in /etc/modprobe.d), rebuild the '
+                'initramfs and reboot')
+    return ('is bound to %s' % bound, 'unbind it from %s and bind it to nvidia' % bound)
+
+
+def _rule_driver(facts, gpus, selected):
+    errors = []
     warnings = []
+    loaded = (facts.get('nvidia_driver') or {}).get('loaded')
+    selected_addresses = [gpu['pci_address'] for gpu in selected]
     for gpu in gpus:
-        if gpu.get('driver') != 'nvidia':
-            warnings.append('driver: GPU %s is bound to %s, not to nvidia. Why: the server cannot use it. Fix: bind '
-                            'it to nvidia or leave it out of %s.'
-                            % (_gpu_label(gpu), gpu.get('driver') or 'no driver', _SELECT_VAR))
-    return warnings
+        if gpu.get('driver') == 'nvidia':
+            continue
+        found, fix = _driver_finding(gpu, loaded)
+        text = ('driver: GPU %s is not bound to nvidia: it %s. Why: the server can only use GPUs that the NVIDIA '
+                'driver drives, and the driver-side checks (params, P2P) cannot run. Fix: %s; or leave it out of %s.'
+                % (_gpu_label(gpu), found, fix, _SELECT_VAR))
+        if gpu['pci_address'] in selected_addresses:
+            errors.append(text)
+        else:
+            warnings.append(text + ' (This GPU is not selected in %s, so this is only a warning.)' % _SELECT_VAR)
+    return errors, warnings
+
+
+def _xid_label(event):
+    if event.get('code') is None:
+        return 'fallen off the bus (no Xid number)'
+    label = 'Xid %d' % event['code']
+    if event.get('caused_by') is not None:
+        label += ' caused by previous Xid %d' % event['caused_by']
+    return label
+
+
+def _xid_summary(events):
+    counts = []
+    for event in events:
+        label = _xid_label(event)
+        for item in counts:
+            if item[0] == label:
+                item[1] += 1
+                break
+        else:
+            counts.append([label, 1])
+    return ', '.join('%s x%d' % (label, count) for label, count in counts)
+
+
+def _xid_meanings(events):
+    codes = []
+    for event in events:
+        for code in (event.get('code'), event.get('caused_by')):
+            if code is not None and code in XID_NAMES and code not in codes:
+                codes.append(code)
+    return '; '.join('%d: %s' % (code, XID_NAMES[code]) for code in codes)
+
+
+def _is_fatal_xid(event, fatal):
+    return event.get('code') is None or event.get('code') in fatal or event.get('caused_by') in fatal
+
+
+def _rule_xid(facts, gpus, selected, fatal):
+    errors = []
+    warnings = []
+    events = [event for event in facts.get('xid_events') or [] if event.get('code') not in DMA_XIDS]
+    if not events:
+        return errors, warnings
+    selected_addresses = [gpu['pci_address'] for gpu in selected]
+    by_address = dict((gpu['pci_address'], gpu) for gpu in gpus)
+    addresses = []
+    for event in events:
+        if event.get('pci_address') not in addresses:
+            addresses.append(event.get('pci_address'))
+    for address in addresses:
+        mine = [event for event in events if event.get('pci_address') == address]
+        gpu = by_address.get(address)
+        if gpu:
+            who = 'GPU %s' % _gpu_label(gpu)
+        else:
+            who = 'PCI device %s (not an NVIDIA GPU in sysfs now)' % (address or 'unknown')
+        bad = [event for event in mine if _is_fatal_xid(event, fatal)]
+        other = [event for event in mine if not _is_fatal_xid(event, fatal)]
+        if bad:
+            first = bad[0]
+            text = ('gpu-xid: %s logged fatal NVIDIA Xid events in this boot (%s; first at %s: %s). Why: %s; after '
+                    'these the GPU does not compute reliably, or at all, until it is reset or the host rebooted, and a '
+                    'server on it fails or returns garbage. Fix: leave the GPU out of %s, reset it (nvidia-smi -r -i %s '
+                    'when nothing uses it) or reboot the host (a GPU that fell off the bus often needs a full power '
+                    'cycle); if it happens again, check cooling, power and the slot and collect nvidia-bug-report.sh '
+                    'for a hardware case. The rule reads this boot\'s log only, so a reboot clears it.'
+                    % (who, _xid_summary(bad), _xid_time(first), first.get('line'),
+                       _xid_meanings(bad) or 'these codes are in iommu_preflight_fatal_xids', _SELECT_VAR,
+                       address or '<address>'))
+            if address in selected_addresses:
+                errors.append(text)
+            else:
+                warnings.append(text + ' (Not a selected GPU, so this is only a warning.)')
+        if other:
+            warnings.append(
+                'gpu-xid: %s logged NVIDIA Xid events in this boot that are not in iommu_preflight_fatal_xids (%s; '
+                'first at %s: %s). Why: %s; most of these come from a program that crashed or misused the GPU, '
+                'repeated ones can also mean a hardware or driver problem. Fix: check the programs that used the GPU '
+                '(pid and name are in the line) and nvidia-smi -q; add a code to iommu_preflight_fatal_xids to fail '
+                'on it.' % (who, _xid_summary(other), _xid_time(other[0]), other[0].get('line'),
+                            _xid_meanings(other) or 'see NVIDIA\'s Xid catalog for these codes'))
+    if facts.get('xid_events_dropped'):
+        warnings.append('gpu-xid: %d further Xid event(s) were not listed.' % facts['xid_events_dropped'])
+    return errors, warnings
+
+
+def _xid_time(event):
+    if event.get('timestamp') is not None:
+        return '%.6f s after boot' % event['timestamp']
+    return event.get('time') or 'an unknown time'
+
+
+def _check_fatal_xids(fatal_xids):
+    fatal = []
+    for item in fatal_xids or ():
+        if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+            raise ValueError('iommu_preflight_fatal_xids must be a list of Xid codes (positive integers), got %r'
+                             % (item,))
+        fatal.append(item)
+    return tuple(fatal)
 
 
 def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
-             identity_forbidden_architectures=DEFAULT_FORBIDDEN_ARCHITECTURES, disable_identity_units=False):
+             identity_forbidden_architectures=DEFAULT_FORBIDDEN_ARCHITECTURES, disable_identity_units=False,
+             fatal_xids=DEFAULT_FATAL_XIDS, require_gpu=True):
     """Apply every rule to ``facts`` (``ansible_facts['gpu_host']``).
+
+    ``fatal_xids`` are the Xid codes that fail the preflight for a selected GPU; ``require_gpu`` makes a host
+    without NVIDIA GPU an error (else a warning).
 
     Returns ``{errors, warnings, selected, units_to_disable, reboot_required, report}``: ``errors`` and
     ``warnings`` are lists of messages; ``selected`` the chosen GPU dicts; ``units_to_disable`` the
@@ -321,11 +533,17 @@ def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
     if dma_faults not in DMA_FAULT_POLICIES:
         raise ValueError('iommu_preflight_dma_faults must be one of %s, got %r'
                          % (', '.join(DMA_FAULT_POLICIES), dma_faults))
+    fatal = _check_fatal_xids(fatal_xids)
     facts = facts or {}
     forbidden = tuple(identity_forbidden_architectures or ())
     gpus = facts.get('gpus') or []
-    selected, errors = select_gpus(gpus, selection)
+    selected, errors = select_gpus(gpus, selection,
+                                   nvidia_functions=(facts.get('pci_scan') or {}).get('nvidia_functions'))
     warnings = []
+
+    found_errors, found_warnings = _rule_no_gpu(facts, require_gpu)
+    errors += found_errors
+    warnings += found_warnings
 
     found_errors, found_warnings = _rule_blackwell_identity(gpus, selected, forbidden)
     errors += found_errors
@@ -344,7 +562,12 @@ def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
     warnings += found_warnings
     warnings += _rule_identity_allowed(facts, gpus, forbidden)
     warnings += _rule_numa(selected)
-    warnings += _rule_driver(facts, gpus)
+    found_errors, found_warnings = _rule_driver(facts, gpus, selected)
+    errors += found_errors
+    warnings += found_warnings
+    found_errors, found_warnings = _rule_xid(facts, gpus, selected, fatal)
+    errors += found_errors
+    warnings += found_warnings
 
     identity_live = bool((facts.get('iommu') or {}).get('identity_groups'))
     disabled_units = [unit for unit in facts.get('identity_units') or [] if not unit.get('enabled')]
@@ -364,6 +587,7 @@ def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
             'driver_loaded': bool(driver.get('loaded')),
             'driver_version': driver.get('version'),
             'kernel_log_source': facts.get('kernel_log_source'),
+            'virtual_machine': bool((facts.get('virtualization') or {}).get('hypervisor')),
         },
         'gpus': [{
             'index': gpu.get('index'),
@@ -375,6 +599,7 @@ def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
             'iommu_domain_type': gpu.get('iommu_domain_type'),
             'driver': gpu.get('driver'),
             'dma_faults': gpu.get('dma_faults', 0),
+            'xid_events': gpu.get('xid_events', 0),
             'selected': gpu['pci_address'] in selected_addresses,
         } for gpu in gpus],
         'identity_units': [unit.get('name') for unit in facts.get('identity_units') or []],

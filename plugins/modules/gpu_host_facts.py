@@ -21,12 +21,18 @@ description:
   - For each GPU the IOMMU group and the group's default domain type are read from
     C(/sys/kernel/iommu_groups/<N>/type), which is the only per-device truth about passthrough.
   - DMA faults are found in the kernel log (AMD-Vi event log entries such as C(IO_PAGE_FAULT),
-    C(ILLEGAL_DEV_TABLE_ENTRY) and C(RMP_*), Intel C(DMAR) faults, NVRM Xid 143) and attributed to a PCI
-    address and, when it is one, to the GPU.
+    C(ILLEGAL_DEV_TABLE_ENTRY) and C(RMP_*), also when an older kernel split one over two log records, Intel
+    C(DMAR) faults, NVRM Xid 143) and attributed to a PCI address and, when it is one, to the GPU.
+  - "GPU health comes from the NVIDIA Xid events of the kernel log (C(NVRM: Xid (PCI:dddd:bb:dd): N, ...) in the
+    forms of the driver generations, follow-up events C(caused by previous Xid N), and the 'fallen off the bus'
+    messages that carry no Xid number), each attributed to its GPU."
+  - Virtual machines are recognised by the C(hypervisor) CPU flag; the character device drivers of
+    C(/proc/devices) and the NVIDIA device nodes (C(/dev/nvidia*), C(/dev/nvidia-caps/*)) are listed for
+    consumers that check a unit's C(DeviceAllow=).
   - Boot-time units and scripts that write C(identity) into an IOMMU group C(type) file are listed in
     RV(ansible_facts.gpu_host.identity_units).
-  - Never writes anything. A host without an NVIDIA GPU gives RV(ansible_facts.gpu_host.gpus=[]), not
-    an error.
+  - Writes nothing, except the support bundle when O(capture) is set. A host without an NVIDIA GPU gives
+    RV(ansible_facts.gpu_host.gpus=[]) and RV(ansible_facts.gpu_host.pci_scan), not an error.
 author: llmserve developers (@llmserve)
 attributes:
   check_mode:
@@ -46,8 +52,12 @@ attributes:
 options:
   root:
     description:
-      - Directory that stands for C(/) on the host. Every sysfs, procfs and C(/etc) path is read below it,
-        with symbolic links resolved inside it, so a fixture tree can stand in for a real host.
+      - Directory that stands for C(/) on the host. Every sysfs, procfs, C(/dev) and C(/etc) path is read below
+        it, with symbolic links resolved inside it, so a fixture tree or an unpacked O(capture) can stand in for
+        a real host.
+      - Such a replay tree cannot hold device nodes without privileges, so for any root other than C(/) the
+        NVIDIA device nodes are also read from its table C(.gpu_host_facts/device-nodes) (lines
+        C(c MAJOR:MINOR PATH)); a real node at the same path wins. On C(/) only real nodes count.
     type: path
     default: /
   kernel_log:
@@ -58,6 +68,21 @@ options:
         to C(dmesg) when the journal gives nothing. When not set and O(root) is another directory, no kernel
         log is read and RV(ansible_facts.gpu_host.kernel_log_source) is V(none).
       - Reading the kernel log of a live host usually needs root (or membership of C(adm)/C(systemd-journal)).
+    type: path
+  capture:
+    description:
+      - Also write a support bundle to this path on the host (a gzip tar, mode 0600, replaced atomically; the
+        directory must exist). It holds exactly what the facts were read from, so that the host can be replayed
+        elsewhere with O(root) (unpack it with C(tar -xzf) and pass O(root) and O(kernel_log)) or turned into a test
+        fixture (C(tests/fixtures/hosts/materialize.py --import-capture BUNDLE NAME)).
+      - "Contents: every file, link and directory read below C(/sys) and C(/proc); from C(/etc) and C(/usr) only
+        the units and scripts reported in RV(ansible_facts.gpu_host.identity_units) (other unit and cron files are
+        read by the scan but never copied, they may hold unrelated secrets); the NVIDIA device nodes as the table
+        C(.gpu_host_facts/device-nodes); the kernel log lines the parsers use (NVRM, nvidia, AMD-Vi, DMAR, IOMMU,
+        SEV, hypervisor and their continuation lines, at most 5000 lines of 2048 characters) as C(var/log/kern.log);
+        and C(.gpu_host_facts/capture.json) with the time, the kernel log source and the counts."
+      - Kernel log lines can name processes and devices; look at the bundle before you share it.
+      - Reports V(changed) (in check mode too, where nothing is written).
     type: path
 notes:
   - C(/sys/module/nvidia/parameters) is not used, the driver creates no files there; driver options are read
@@ -83,9 +108,59 @@ EXAMPLES = r"""
   llmserve.sglang.gpu_host_facts:
     root: /srv/fixtures/blackwell4_amd_snp_dmafq
     kernel_log: /srv/fixtures/blackwell4_amd_snp_dmafq/var/log/kern.log
+
+- name: Capture what the facts are read from (support bundle)
+  become: true
+  llmserve.sglang.gpu_host_facts:
+    capture: /root/gpu-host-capture.tar.gz
+
+- name: Bring the bundle to the controller
+  become: true
+  ansible.builtin.fetch:
+    src: /root/gpu-host-capture.tar.gz
+    dest: captures/
 """
 
 RETURN = r"""
+capture:
+  description: What the support bundle holds (only with O(capture)).
+  returned: when O(capture) is set
+  type: dict
+  contains:
+    path:
+      description: The O(capture) path.
+      type: str
+    written:
+      description: Whether the file was written (false in check mode).
+      type: bool
+    size:
+      description: Size of the written file in bytes, null when not written.
+      type: int
+    files:
+      description: Regular files in the bundle (kernel log, device table and capture.json included).
+      type: int
+    links:
+      description: Symbolic links in the bundle.
+      type: int
+    dirs:
+      description: Directories in the bundle.
+      type: int
+    bytes:
+      description: Bytes of file content before compression.
+      type: int
+    device_nodes:
+      description: NVIDIA device nodes in the device table.
+      type: int
+    kernel_log_lines:
+      description: Kernel log lines kept.
+      type: int
+    kernel_log_lines_omitted:
+      description: Relevant kernel log lines left out beyond the limit.
+      type: int
+    truncated:
+      description: Files cut to the 4 MiB limit.
+      type: list
+      elements: str
 ansible_facts:
   description: Facts added to the host.
   returned: always
@@ -199,6 +274,76 @@ ansible_facts:
             dma_faults:
               description: Number of RV(ansible_facts.gpu_host.dma_faults) events attributed to this GPU.
               type: int
+            xid_events:
+              description: Number of RV(ansible_facts.gpu_host.xid_events) attributed to this GPU.
+              type: int
+        pci_scan:
+          description: What the PCI scan saw, to explain a host without GPU.
+          type: dict
+          contains:
+            sysfs:
+              description: Whether C(/sys/bus/pci/devices) exists.
+              type: bool
+            devices:
+              description: Number of PCI functions.
+              type: int
+            vendors:
+              description: Number of PCI functions per vendor ID.
+              type: dict
+              sample: {"0x1af4": 5, "0x8086": 1, "0x10de": 1}
+            nvidia_functions:
+              description: >-
+                NVIDIA functions that are not GPUs (HDMI audio, NVSwitch, ...), each with C(pci_address),
+                C(device_id), C(pci_class) and C(driver).
+              type: list
+              elements: dict
+        virtualization:
+          description: Whether the host is a virtual machine.
+          type: dict
+          contains:
+            hypervisor:
+              description: The CPU reports the C(hypervisor) flag in C(/proc/cpuinfo) (x86 guests).
+              type: bool
+            hypervisor_vendor:
+              description: From the boot message C(Hypervisor detected) or C(/sys/hypervisor/type), null if unknown.
+              type: str
+              sample: KVM
+            evidence:
+              description: What showed it.
+              type: list
+              elements: str
+        char_devices:
+          description: The C(Character devices) section of C(/proc/devices), in file order.
+          type: list
+          elements: dict
+          contains:
+            major:
+              description: Major number.
+              type: int
+              sample: 238
+            name:
+              description: Driver name (what systemd's C(DeviceAllow=char-NAME) matches).
+              type: str
+              sample: nvidia-uvm
+        device_nodes:
+          description: >-
+            The character device nodes C(/dev/nvidia*) and C(/dev/nvidia-caps/*), by path (numbers from C(st_rdev);
+            below a root other than C(/) also from the tree's device table).
+          type: list
+          elements: dict
+          contains:
+            path:
+              description: Host path of the node.
+              type: str
+              sample: /dev/nvidia-uvm
+            major:
+              description: Major number.
+              type: int
+              sample: 238
+            minor:
+              description: Minor number.
+              type: int
+              sample: 0
         iommu:
           description: IOMMU state of the host.
           type: dict
@@ -273,7 +418,9 @@ ansible_facts:
               description: V(open) or V(proprietary) kernel module, null when unknown.
               type: str
             modules:
-              description: Loaded NVIDIA kernel modules and their reference counts.
+              description: >-
+                Loaded NVIDIA kernel modules and their reference counts, from C(/sys/module) or else
+                C(/proc/modules).
               type: dict
               sample: {nvidia: 12, nvidia_uvm: 0}
             params:
@@ -336,6 +483,64 @@ ansible_facts:
         dma_faults_dropped:
           description: Fault events beyond the first 500 that were counted but not listed.
           type: int
+        xid_events:
+          description: NVIDIA GPU error events (Xid) of this boot's kernel log, in log order.
+          type: list
+          elements: dict
+          contains:
+            source:
+              description: Always V(nvrm).
+              type: str
+            kind:
+              description: V(xid), or V(fallen-off-bus) for the "fallen off the bus" messages without a number.
+              type: str
+            code:
+              description: The Xid code, null for V(fallen-off-bus).
+              type: int
+              sample: 79
+            pci_address:
+              description: The GPU's PCI address (function 0; the driver logs domain, bus and device).
+              type: str
+            gpu:
+              description: Whether that address is one of RV(ansible_facts.gpu_host.gpus).
+              type: bool
+            gpu_index:
+              description: Index of that GPU, null otherwise.
+              type: int
+            gpu_name:
+              description: Name of that GPU, null otherwise.
+              type: str
+            gpu_instance:
+              description: MIG GPU instance the driver attributed the event to, null without MIG.
+              type: int
+            compute_instance:
+              description: MIG compute instance, null without MIG.
+              type: int
+            pid:
+              description: Process ID the driver logged, null when unknown.
+              type: int
+            process:
+              description: Process name the driver logged, null when unknown.
+              type: str
+            text:
+              description: The message after the code (without pid, name and the cause).
+              type: str
+              sample: GPU has fallen off the bus.
+            caused_by:
+              description: The Xid named by C(caused by previous Xid N), null otherwise.
+              type: int
+            timestamp:
+              description: Seconds since boot, when the line carries them.
+              type: float
+            time:
+              description: The date and time the line carries (syslog, journal or C(dmesg -T) form), null otherwise.
+              type: str
+            line:
+              description: The log line (shortened to 300 characters).
+              type: str
+        xid_events_dropped:
+          description: Xid events beyond the first 500 that were counted but not listed.
+          type: int
         kernel_log_source:
           description: V(file), V(journalctl), V(dmesg) or V(none).
           type: str
@@ -380,12 +585,14 @@ ansible_facts:
               elements: str
 """
 
+import datetime
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import dma_faults as faults
 from ansible_collections.llmserve.sglang.plugins.module_utils import gpu_sysfs
+from ansible_collections.llmserve.sglang.plugins.module_utils import host_capture
 from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_registry import inspect_registry_dwords
 
 NVIDIA_SMI_PATHS = ('/usr/bin/nvidia-smi', '/usr/local/bin/nvidia-smi', '/usr/sbin/nvidia-smi')
@@ -396,6 +603,7 @@ def build_module():
         argument_spec=dict(
             root=dict(type='path', default='/'),
             kernel_log=dict(type='path'),
+            capture=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -447,15 +655,26 @@ def read_kernel_log(module, host, kernel_log):
 
 def find_nvidia_smi(module, host):
     if host.is_live:
-        return module.get_bin_path('nvidia-smi')
+        found = module.get_bin_path('nvidia-smi')
+        if found and host.recorder is not None and found in NVIDIA_SMI_PATHS:
+            host.recorder.file(found)
+            host.recorder.modes[found] = 0o755
+        return found
     for path in NVIDIA_SMI_PATHS:
         if host.isfile(path):
             return host.resolve(path)
     return None
 
 
-def gather(module, root, kernel_log):
-    host = gpu_sysfs.HostRoot(root)
+def _count_events(events, gpus, key):
+    counts = faults.count_by_device(events)
+    for gpu in gpus:
+        gpu[key] = counts.get(gpu['pci_address'], 0)
+
+
+def collect(module, root, kernel_log, recorder=None):
+    """Read the host below ``root`` (noting every read in ``recorder``); return ``(facts, kernel log lines)``."""
+    host = gpu_sysfs.HostRoot(root, recorder=recorder)
     if not os.path.isdir(host.root):
         module.fail_json(msg='root %s is not a directory' % root)
     log_lines, log_info = read_kernel_log(module, host, kernel_log)
@@ -473,30 +692,82 @@ def gather(module, root, kernel_log):
 
     events, dropped = faults.parse_kernel_log(log_lines)
     faults.attribute_faults(events, gpus)
-    counts = faults.count_by_device(events)
-    for gpu in gpus:
-        gpu['dma_faults'] = counts.get(gpu['pci_address'], 0)
+    _count_events(events, gpus, 'dma_faults')
+    xids, xids_dropped = faults.parse_xid_events(log_lines)
+    faults.attribute_faults(xids, gpus)
+    _count_events(xids, gpus, 'xid_events')
 
     facts = {
         'root': host.root,
         'kernel_release': host.read_value('/proc/sys/kernel/osrelease') or None,
         'gpus': gpus,
+        'pci_scan': gpu_sysfs.scan_pci(host),
         'iommu': iommu,
         'sev_snp': snp,
         'sev_snp_evidence': snp_evidence,
+        'virtualization': gpu_sysfs.detect_virtualization(host, log_lines),
         'nvidia_driver': driver,
+        'char_devices': gpu_sysfs.read_char_devices(host),
+        'device_nodes': gpu_sysfs.read_device_nodes(host),
         'dma_faults': events,
         'dma_faults_dropped': dropped,
+        'xid_events': xids,
+        'xid_events_dropped': xids_dropped,
         'identity_units': gpu_sysfs.scan_identity_units(host),
     }
     facts.update(log_info)
-    return facts
+    return facts, log_lines
+
+
+def gather(module, root, kernel_log):
+    """The ``gpu_host`` facts of the host below ``root``."""
+    return collect(module, root, kernel_log)[0]
+
+
+def capture_host(module, root, kernel_log, dest):
+    """Gather the facts while recording what was read, and write (or, in check mode, plan) the bundle."""
+    if not os.path.isabs(dest):
+        module.fail_json(msg='capture must be an absolute file path, got %s' % dest)
+    if os.path.isdir(dest):
+        module.fail_json(msg='capture %s is a directory; give the path of the tar file to write' % dest)
+    recorder = gpu_sysfs.HostRecorder()
+    facts, log_lines = collect(module, root, kernel_log, recorder=recorder)
+    kept, omitted = faults.relevant_lines(log_lines, host_capture.KERNEL_LOG_MAX_LINES,
+                                          host_capture.KERNEL_LOG_MAX_CHARS)
+    info = {
+        'format': host_capture.FORMAT,
+        'tool': 'llmserve.sglang.gpu_host_facts',
+        'created': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ'),
+        'kernel_release': facts['kernel_release'],
+        'kernel_log': {'source': facts['kernel_log_source'], 'lines_read': len(log_lines), 'lines_kept': len(kept),
+                       'lines_omitted': omitted, 'max_line_chars': host_capture.KERNEL_LOG_MAX_CHARS},
+    }
+    keep = host_capture.capture_filter(facts['identity_units'], NVIDIA_SMI_PATHS)
+    try:
+        entries, truncated = host_capture.plan_entries(recorder, keep, kept, info)
+    except host_capture.CaptureError as exc:
+        module.fail_json(msg='capture %s: %s' % (dest, exc))
+    result = host_capture.summarize(entries)
+    result.update(path=dest, written=False, size=None, truncated=truncated, kernel_log_lines=len(kept),
+                  kernel_log_lines_omitted=omitted,
+                  device_nodes=len([d for d in recorder.devices if gpu_sysfs.is_nvidia_device_path(d)]))
+    if not module.check_mode:
+        try:
+            result['size'] = host_capture.write_bundle(dest, entries)
+        except (host_capture.CaptureError, IOError, OSError) as exc:
+            module.fail_json(msg='capture %s cannot be written: %s' % (dest, exc))
+        result['written'] = True
+    return facts, result
 
 
 def main():
     module = build_module()
     module.run_command_environ_update = {'LANG': 'C', 'LC_ALL': 'C', 'LC_MESSAGES': 'C'}
-    facts = gather(module, module.params['root'], module.params['kernel_log'])
+    params = module.params
+    if params['capture']:
+        facts, capture = capture_host(module, params['root'], params['kernel_log'], params['capture'])
+        module.exit_json(changed=True, capture=capture, ansible_facts={'gpu_host': facts})
+    facts = gather(module, params['root'], params['kernel_log'])
     module.exit_json(changed=False, ansible_facts={'gpu_host': facts})
 
 

@@ -27,13 +27,31 @@ def test_filters_are_registered():
 
 def test_evaluate_defaults_and_errors():
     result = filters.iommu_preflight_evaluate({'gpus': [], 'iommu': {'enabled': True}})
-    assert result['errors'] == [] and result['report']['status'] == 'pass'
+    assert [m.split(':', maxsplit=1)[0] for m in result['errors']] == ['no-gpu']
+    result = filters.iommu_preflight_evaluate({'gpus': [], 'iommu': {'enabled': True}}, require_gpu=False)
+    assert result['errors'] == [] and result['report']['status'] == 'warn'
+    with pytest.raises(AnsibleFilterError, match='iommu_preflight_fatal_xids must be a list'):
+        filters.iommu_preflight_evaluate({}, fatal_xids=79)
+    with pytest.raises(AnsibleFilterError, match='positive integers'):
+        filters.iommu_preflight_evaluate({}, fatal_xids=[79, 'x'])
     with pytest.raises(AnsibleFilterError, match='expected the gpu_host facts'):
         filters.iommu_preflight_evaluate('nope')
     with pytest.raises(AnsibleFilterError, match='must be a list'):
         filters.iommu_preflight_evaluate({}, gpus='0000:01:00.0')
     with pytest.raises(AnsibleFilterError, match='fail, warn'):
         filters.iommu_preflight_evaluate({}, dma_faults='maybe')
+
+
+def test_evaluate_fatal_xids_default():
+    gpu = {'index': 0, 'pci_address': '0000:05:00.0', 'name': 'NVIDIA H200', 'architecture': 'hopper',
+           'iommu_group': 9, 'iommu_domain_type': 'DMA-FQ', 'iommu_group_devices': ['0000:05:00.0'], 'driver': 'nvidia'}
+    event = {'kind': 'xid', 'code': 48, 'pci_address': '0000:05:00.0', 'caused_by': None, 'timestamp': 1.0,
+             'line': 'NVRM: Xid (PCI:0000:05:00): 48, An uncorrectable double bit error (DBE) has been detected'}
+    facts = {'gpus': [gpu], 'iommu': {'enabled': True}, 'nvidia_driver': {'loaded': True},
+             'kernel_log_source': 'file', 'xid_events': [event]}
+    result = filters.iommu_preflight_evaluate(facts)
+    assert [m.split(':', maxsplit=1)[0] for m in result['errors']] == ['gpu-xid']
+    assert filters.iommu_preflight_evaluate(facts, fatal_xids=[79])['errors'] == []
 
 
 def test_evaluate_forbidden_architectures_default():

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 import pytest
 
@@ -361,3 +362,169 @@ def test_binary_and_huge_scripts_are_not_read(tmp_path):
     with open(real, 'wb') as handle:
         handle.write(b'\x7fELF\x00\x00iommu_groups identity')
     assert gpu_sysfs.scan_identity_units(HostRoot(str(tmp_path))) == []
+
+
+# --- what the readers looked at (for a capture) ---------------------------------------------------------------------
+
+def test_recorder_notes_reads_links_listings_and_checks(tmp_path):
+    write(tmp_path, '/sys/devices/x/vendor', '0x10de\n')
+    write(tmp_path, '/usr/bin/tool', '#!/bin/sh\n', mode=0o755)
+    link(tmp_path, '/sys/bus/pci/devices/a', '../../../devices/x')
+    os.makedirs(str(tmp_path / 'sys/kernel/iommu_groups'))
+    recorder = gpu_sysfs.HostRecorder()
+    root = HostRoot(str(tmp_path), recorder=recorder)
+    assert root.read_value('/sys/bus/pci/devices/a/vendor') == '0x10de'
+    assert root.listdir('/sys/kernel/iommu_groups') == []
+    assert root.is_executable('/usr/bin/tool') and root.isdir('/sys/devices')
+    assert root.read('/missing') is None and not root.isfile('/missing')
+    assert recorder.links == {'/sys/bus/pci/devices/a': '../../../devices/x'}
+    assert recorder.files == {'/sys/devices/x/vendor': b'0x10de\n', '/usr/bin/tool': None}
+    assert recorder.modes == {'/usr/bin/tool': 0o755}
+    assert recorder.dirs == {'/sys/kernel/iommu_groups': set(), '/sys/devices': None}
+    # a whole read after a limited one keeps the longer content
+    recorder.file('/f', b'ab')
+    recorder.file('/f', b'abcd')
+    recorder.file('/f', b'a')
+    recorder.file('/f')
+    assert recorder.files['/f'] == b'abcd'
+
+
+# --- virtualization -------------------------------------------------------------------------------------------------
+
+CPUINFO_GUEST = ('processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vme de pse tsc msr hypervisor lahf_lm\n\n'
+                 'processor\t: 1\nflags\t\t: fpu vme\n\n')
+
+
+@pytest.mark.parametrize('cpuinfo, hypervisor', [
+    (CPUINFO_GUEST, True),
+    ('processor\t: 0\nflags\t\t: fpu vme de pse tsc msr lahf_lm\n\n', False),
+    ('processor\t: 0\nflags\t\t: fpu nothypervisor hypervisorx\n\n', False),
+    ('processor\t: 0\nflags\t\t: fpu\n\nprocessor\t: 1\nflags\t\t: fpu hypervisor\n\n', False),  # first block only
+    ('processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32\n\n', False),  # arm64 has no such flag
+    ('', False),
+])
+def test_hypervisor_flag(tmp_path, cpuinfo, hypervisor):
+    write(tmp_path, '/proc/cpuinfo', cpuinfo)
+    found = gpu_sysfs.detect_virtualization(HostRoot(str(tmp_path)))
+    assert found['hypervisor'] is hypervisor
+    assert found['evidence'] == (['/proc/cpuinfo: hypervisor flag'] if hypervisor else [])
+
+
+def test_hypervisor_vendor_from_log_and_xen(tmp_path):
+    write(tmp_path, '/proc/cpuinfo', CPUINFO_GUEST)
+    found = gpu_sysfs.detect_virtualization(HostRoot(str(tmp_path)), ['[    0.000000] Hypervisor detected: KVM'])
+    assert found == {'hypervisor': True, 'hypervisor_vendor': 'KVM',
+                     'evidence': ['/proc/cpuinfo: hypervisor flag', 'kernel log: Hypervisor detected: KVM']}
+    write(tmp_path, '/sys/hypervisor/type', 'xen\n')
+    assert gpu_sysfs.detect_virtualization(HostRoot(str(tmp_path)))['hypervisor_vendor'] == 'xen'
+
+
+def test_bare_metal_fixture_is_no_vm(hosts):
+    assert gpu_sysfs.detect_virtualization(host(hosts, 'blackwell4_amd_snp_dmafq'))['hypervisor'] is False
+    assert gpu_sysfs.detect_virtualization(host(hosts, 'h200_vm_580'))['hypervisor'] is True
+
+
+# --- /proc/devices and device nodes ---------------------------------------------------------------------------------
+
+def test_parse_proc_devices_reads_the_character_section_only():
+    text = ('Character devices:\n  1 mem\n  4 /dev/vc/0\n195 nvidia\n195 nvidiactl\n238 nvidia-uvm\n\n'
+            'Block devices:\n  7 loop\n195 nvidia\n254 virtblk\n')
+    assert gpu_sysfs.parse_proc_devices(text) == [
+        {'major': 1, 'name': 'mem'}, {'major': 4, 'name': '/dev/vc/0'}, {'major': 195, 'name': 'nvidia'},
+        {'major': 195, 'name': 'nvidiactl'}, {'major': 238, 'name': 'nvidia-uvm'}]
+    assert gpu_sysfs.parse_proc_devices('') == []
+    assert gpu_sysfs.parse_proc_devices('Block devices:\n  7 loop\n') == []
+    assert gpu_sysfs.parse_proc_devices('Character devices:\nx nvidia\n195\n  7 two words\n') == [
+        {'major': 7, 'name': 'two words'}]
+
+
+def test_device_nodes_of_the_h200_fixture(hosts):
+    root = host(hosts, 'h200_vm_580')
+    assert gpu_sysfs.read_device_nodes(root) == [
+        {'path': '/dev/nvidia-caps/nvidia-cap1', 'major': 241, 'minor': 1},
+        {'path': '/dev/nvidia-caps/nvidia-cap2', 'major': 241, 'minor': 2},
+        {'path': '/dev/nvidia-uvm', 'major': 238, 'minor': 0},
+        {'path': '/dev/nvidia-uvm-tools', 'major': 238, 'minor': 1},
+        {'path': '/dev/nvidia0', 'major': 195, 'minor': 0},
+        {'path': '/dev/nvidiactl', 'major': 195, 'minor': 255},
+    ]
+    nvidia = [entry for entry in gpu_sysfs.read_char_devices(root) if entry['name'].startswith('nvidia')]
+    assert nvidia == [{'major': 195, 'name': 'nvidia'}, {'major': 195, 'name': 'nvidiactl'},
+                      {'major': 238, 'name': 'nvidia-uvm'}, {'major': 239, 'name': 'nvidia-nvswitch'},
+                      {'major': 240, 'name': 'nvidia-nvlink'}, {'major': 241, 'name': 'nvidia-caps'},
+                      {'major': 242, 'name': 'nvidia-caps-imex-channels'}]
+
+
+def test_device_table_is_checked(tmp_path):
+    table = ('c 195:0 /dev/nvidia0\nc 1:3 /dev/null\nc 238:0 /dev/sub/nvidia-uvm\n'
+             'b 8:0 /dev/nvidia1\nc x:1 /dev/nvidia2\n# c 195:3 /dev/nvidia3\n'
+             'c 241:1 /dev/nvidia-caps/nvidia-cap1\nc 241:9 /dev/nvidia-caps/\n'
+             'c 195:4 /dev/nvidia4 extra\n')
+    write(tmp_path, gpu_sysfs.DEVICE_TABLE, table)
+    assert gpu_sysfs.read_device_nodes(HostRoot(str(tmp_path))) == [
+        {'path': '/dev/nvidia-caps/nvidia-cap1', 'major': 241, 'minor': 1},
+        {'path': '/dev/nvidia0', 'major': 195, 'minor': 0}]
+
+
+class LiveRoot(HostRoot):
+    """A temporary tree read as if it were the live / (where only real nodes count)."""
+
+    @property
+    def is_live(self):
+        return True
+
+
+def test_device_table_is_ignored_on_a_live_root(tmp_path):
+    write(tmp_path, gpu_sysfs.DEVICE_TABLE, 'c 195:0 /dev/nvidia0\n')
+    write(tmp_path, '/dev/nvidia0', '')  # a regular file is no device node
+    assert gpu_sysfs.read_device_nodes(LiveRoot(str(tmp_path))) == []
+
+
+def _mknod_or_skip(path, major, minor):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(major, minor))
+    except (OSError, AttributeError) as exc:
+        pytest.skip('cannot make device nodes here: %s' % exc)
+
+
+def test_real_device_nodes_are_read_from_st_rdev_and_win(tmp_path):
+    _mknod_or_skip(str(tmp_path / 'dev/nvidia0'), 195, 7)
+    _mknod_or_skip(str(tmp_path / 'dev/nvidia-caps/nvidia-cap1'), 241, 1)
+    os.makedirs(str(tmp_path / 'dev/nvidia-caps-imex-channels'))
+    write(tmp_path, gpu_sysfs.DEVICE_TABLE, 'c 195:0 /dev/nvidia0\nc 195:255 /dev/nvidiactl\n')
+    recorder = gpu_sysfs.HostRecorder()
+    nodes = gpu_sysfs.read_device_nodes(HostRoot(str(tmp_path), recorder=recorder))
+    assert nodes == [{'path': '/dev/nvidia-caps/nvidia-cap1', 'major': 241, 'minor': 1},
+                     {'path': '/dev/nvidia0', 'major': 195, 'minor': 7},
+                     {'path': '/dev/nvidiactl', 'major': 195, 'minor': 255}]
+    # the real nodes and the table entries that were used both go into a capture
+    assert recorder.devices == {'/dev/nvidia0': (195, 7), '/dev/nvidia-caps/nvidia-cap1': (241, 1),
+                                '/dev/nvidiactl': (195, 255)}
+    assert gpu_sysfs.read_device_nodes(LiveRoot(str(tmp_path))) == nodes[:2]
+
+
+# --- PCI scan summary, modules --------------------------------------------------------------------------------------
+
+def test_scan_pci_counts_vendors_and_other_nvidia_functions(hosts, tmp_path):
+    scan = gpu_sysfs.scan_pci(host(hosts, 'no_nvidia_gpu'))
+    assert scan == {'sysfs': True, 'devices': 11, 'vendors': {'0x1022': 10, '0x15b3': 1}, 'nvidia_functions': []}
+    empty = {'sysfs': False, 'devices': 0, 'vendors': {}, 'nvidia_functions': []}
+    assert gpu_sysfs.scan_pci(HostRoot(str(tmp_path))) == empty
+    write(tmp_path, '/sys/devices/pci0000:00/0000:81:00.1/vendor', '0x10de\n')
+    write(tmp_path, '/sys/devices/pci0000:00/0000:81:00.1/device', '0x22e8\n')
+    write(tmp_path, '/sys/devices/pci0000:00/0000:81:00.1/class', '0x040300\n')
+    link(tmp_path, '/sys/devices/pci0000:00/0000:81:00.1/driver', '../../../bus/pci/drivers/snd_hda_intel')
+    link(tmp_path, '/sys/bus/pci/devices/0000:81:00.1', '../../../devices/pci0000:00/0000:81:00.1')
+    assert gpu_sysfs.scan_pci(HostRoot(str(tmp_path))) == {
+        'sysfs': True, 'devices': 1, 'vendors': {'0x10de': 1},
+        'nvidia_functions': [{'pci_address': '0000:81:00.1', 'device_id': '0x22e8', 'pci_class': '0x040300',
+                              'driver': 'snd_hda_intel'}]}
+
+
+def test_modules_from_proc_modules_when_sys_module_is_missing(hosts):
+    driver = gpu_sysfs.read_nvidia_driver(host(hosts, 'h200_vm_580'))
+    assert driver['modules'] == {'nvidia': 2, 'nvidia_uvm': 0}
+    assert (driver['loaded'], driver['version'], driver['flavor']) == (True, '580.159.04', 'open')
+    # /sys/module wins where both exist
+    assert gpu_sysfs.read_nvidia_driver(host(hosts, 'blackwell4_amd_snp_dmafq'))['modules']['nvidia'] == 12
