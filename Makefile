@@ -21,13 +21,14 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: fixtures engine-assets wheelhouse-standin help venv hosts lint sanity unit build-check molecule test demo bench clean
+.PHONY: fixtures engine-assets wheelhouse-standin help venv hosts lint sanity unit build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest, build check, molecule"
 	@echo "make demo    - run playbooks/site.yml against the local demo test hosts (inventories/demo)"
 	@echo "make bench   - benchmark wait_for_endpoint against uri+until and a curl loop (stand-in and real SGLang)"
 	@echo "make molecule S='default preflight' - run some molecule scenarios"
+	@echo "make gpu-check - on a real NVIDIA host: facts, preflight, driver, device access, P2P; one JSON verdict"
 
 venv:
 	@$(DEVENV); dev_venv
@@ -90,6 +91,12 @@ demo: venv hosts fixtures wheelhouse-standin engine-assets
 
 bench: venv engine-assets
 	@$(RUN) bash tests/bench/run.sh
+
+# On a real NVIDIA host, with the host's own Python (torch's, for the CUDA runtime); no Ansible, no network.
+# GPU_CHECK_ARGS passes options (see tests/gpu/README.md); PYTHON picks another interpreter.
+PYTHON ?= python3
+gpu-check:
+	@$(PYTHON) tests/gpu/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf build reports tests/output
