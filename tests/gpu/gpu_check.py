@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -168,7 +167,7 @@ def check_p2p(addresses, python, timeout, size):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--root", default="/", help="host root to read (a fixture tree in tests)")
     parser.add_argument("--kernel-log", default=None, help="read the kernel log from this file instead")
     parser.add_argument("--registry-dwords", default='{"DmaRemapPeerMmio": 1}',
