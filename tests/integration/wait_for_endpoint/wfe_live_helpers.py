@@ -13,6 +13,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -151,31 +152,45 @@ class ModuleRun(object):
             self.rc, self.wall, self.maxrss_kib, self.result, self.stderr[-500:])
 
 
+# Runs its arguments as a child, passes on its output and exit code, and writes the child's own peak RSS
+# (os.wait4) to the file named by LLMSERVE_MAXRSS_FILE. A direct child of pytest would not do: Linux carries
+# the high-water RSS of the address space a process execs away from into its ru_maxrss, and a vfork'ed child of
+# pytest execs away from pytest's (hundreds of MiB late in a run). This wrapper is small, so its child's
+# figure is the module's own.
+_RSS_WRAPPER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[1:])
+pid, status, usage = os.wait4(proc.pid, 0)
+with open(os.environ["LLMSERVE_MAXRSS_FILE"], "w") as handle:
+    handle.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status) % 256)
+"""
+
+
 def run_child(argv, env, cwd, limit):
     """Run ``argv`` and return (rc, stdout, stderr, wall, maxrss_kib, killed).
 
-    The child is reaped with ``os.wait4`` so its own peak RSS is known (RUSAGE_CHILDREN would be the
-    maximum over every child this pytest process ever had). Killed after ``limit`` seconds."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    The child's own peak RSS comes from ``os.wait4`` in a small wrapper process (see _RSS_WRAPPER); the
+    wrapper and the child form a process group of their own, killed after ``limit`` seconds."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".maxrss") as rss:
+        env = dict(env, LLMSERVE_MAXRSS_FILE=rss.name)
         start = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=cwd)
+        proc = subprocess.Popen([sys.executable, "-c", _RSS_WRAPPER] + list(argv), stdout=out, stderr=err,
+                                env=env, cwd=cwd, start_new_session=True)
         killed = False
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - start > limit:
-                proc.kill()
-                killed = True
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.01)
+        try:
+            proc.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            killed = True
+            proc.wait()
         wall = time.monotonic() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
+        text = rss.read().strip()
         return (proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"), wall,
-                usage.ru_maxrss, killed)
+                int(text) if text else None, killed)
 
 
 class RawServer(object):
