@@ -178,23 +178,6 @@ def unit_value(value, kind, variable):
 # ---- NVIDIA device classes -------------------------------------------------------------------------------
 
 
-def parse_proc_devices(text):
-    """``[{'major': int, 'name': str}]`` of the "Character devices:" section of ``/proc/devices`` text."""
-    entries = []
-    section = None
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.endswith(":"):
-            section = stripped[:-1].lower()
-            continue
-        if section != "character devices" or not stripped:
-            continue
-        fields = stripped.split(None, 1)
-        if len(fields) == 2 and fields[0].isdigit():
-            entries.append({"major": int(fields[0]), "name": fields[1].strip()})
-    return entries
-
-
 def _int_field(item, key, where):
     value = item.get(key) if isinstance(item, dict) else None
     if isinstance(value, bool) or not isinstance(value, int):

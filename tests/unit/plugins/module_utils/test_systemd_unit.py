@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import systemd_unit
+from ansible_collections.llmserve.sglang.plugins.module_utils.gpu_sysfs import parse_proc_devices
 from ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit import (
     UnitValueError,
     control_problem,
     device_allow_problems,
-    parse_proc_devices,
     unit_value,
 )
 from ansible_collections.llmserve.sglang.tests.unit.plugins.module_utils.source_imports import top_level_imports
@@ -147,7 +147,7 @@ OLD_CLASSES = ["nvidia-frontend", "nvidia-uvm", "nvidia-caps", "nvidia-caps-imex
                "nvidia-nvlink"]
 
 
-def test_parse_proc_devices_reads_the_character_section_only():
+def test_parse_proc_devices_reads_the_driver_580_names():
     entries = parse_proc_devices(PROC_DEVICES_580_OPEN)
     assert {"major": 195, "name": "nvidia"} in entries and {"major": 195, "name": "nvidiactl"} in entries
     assert {"major": 4, "name": "/dev/vc/0"} in entries
