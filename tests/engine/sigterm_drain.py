@@ -23,7 +23,6 @@ import glob
 import json
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
