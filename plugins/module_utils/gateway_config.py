@@ -123,7 +123,7 @@ _FLAG_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 _HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 _BEARER = re.compile(r"[\x21-\x7e]+")
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_INT_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
 _UNSET = object()
 
 
@@ -158,18 +158,26 @@ def _as_bool(value):
     return _UNSET
 
 
+def _shown(text, limit=100):
+    """``text`` for a message: control characters escaped, cut after ``limit`` characters."""
+    text = printable(str(text))
+    if len(text) > limit:
+        return "%s... (%d characters)" % (text[:limit], len(text))
+    return text
+
+
 def _describe(value):
     if isinstance(value, bool):
         return "boolean %s" % ("true" if value else "false")
     if isinstance(value, str):
-        return "%r" % (printable(value),)
+        return "%r" % (_shown(value),)
     if value is None:
         return "null"
     if isinstance(value, dict):
         return "a dict"
     if isinstance(value, (list, tuple)):
         return "a list"
-    return "%s %r" % (type(value).__name__, value)
+    return "%s %s" % (type(value).__name__, _shown(repr(value)))
 
 
 def _ip(text):
@@ -274,7 +282,7 @@ class _Check(object):
         parsed = _ip(text)
         if parsed is None:
             self.err(PREFIX + key, "must be an IP address (smg binds it; no host name, brackets or zone), got %r"
-                     % printable(text))
+                     % _shown(text))
             return None
         return parsed.compressed
 
@@ -325,7 +333,7 @@ class _Check(object):
         policy = self._text("policy")
         if policy is not None and policy not in POLICIES:
             self.err(PREFIX + "policy", "must be one of smg %s's routing policies (%s), got %r"
-                     % (SMG_VERSION, ", ".join(POLICIES), printable(policy)))
+                     % (SMG_VERSION, ", ".join(POLICIES), _shown(policy)))
             policy = None
         top["policy"] = policy
         top["health_check_interval"] = self._int("health_check_interval", 1)
@@ -347,7 +355,7 @@ class _Check(object):
         top["shutdown_grace_period"] = self._int("shutdown_grace_period", 0, 86400)
         level = self._text("log_level")
         if level is not None and level not in LOG_LEVELS:
-            self.err(PREFIX + "log_level", "must be one of %s, got %r" % (", ".join(LOG_LEVELS), printable(level)))
+            self.err(PREFIX + "log_level", "must be one of %s, got %r" % (", ".join(LOG_LEVELS), _shown(level)))
         top["log_level"] = level
         top["log_json"] = self._bool("log_json", True)
         top["audit"] = self._bool("audit", True)
@@ -377,7 +385,7 @@ class _Check(object):
         protected = tuple(MANAGED_FLAGS) + tuple(REFUSED_FLAGS)
         for raw in sorted(args, key=str):
             value = args[raw]
-            where = "%s.%s" % (variable, printable(str(raw)))
+            where = "%s.%s" % (variable, _shown(raw, 60))
             name = str(raw).strip().lstrip("-").replace("_", "-") if isinstance(raw, str) else None
             if name is None or not _FLAG_NAME.fullmatch(name):
                 self.err(where, "is not an smg flag name (lower-case words joined by '-' or '_')")
@@ -441,7 +449,7 @@ class _Check(object):
             return
         if not workers:
             self.err(PREFIX + "workers_group", "the inventory group %r has no hosts (or does not exist): the "
-                     "gateway needs at least one SGLang server to route to" % printable(str(group)))
+                     "gateway needs at least one SGLang server to route to" % _shown(group))
             return
         seen_urls = {}
         for position, worker in enumerate(workers):
@@ -461,7 +469,7 @@ class _Check(object):
         if not isinstance(worker, dict) or _blank(worker.get("name")) or not isinstance(worker.get("name"), str):
             self.err(PREFIX + "workers_group", "worker %d is not a dict with a 'name'" % position)
             return None
-        name = printable(worker["name"])
+        name = _shown(worker["name"], 60)
 
         def var(field):
             return "hostvars['%s'].%s" % (name, field)
@@ -491,7 +499,7 @@ class _Check(object):
             source = "sglang_server_host" if not bind.is_unspecified else "ansible_host"
             self.err(var(source), "%s is reached at the loopback address %s, which the gateway on %s (another host) "
                      "cannot reach; bind the worker to its network address" % (name, address,
-                                                                               printable(str(self.cfg.get("gateway_name")))))
+                                                                               _shown(self.cfg.get("gateway_name"), 60)))
             return None
         if same_machine:
             for key in ("port", "metrics_port"):
@@ -515,7 +523,7 @@ class _Check(object):
             parsed = _ip(explicit)
             if parsed is None and not _HOSTNAME.fullmatch(explicit):
                 self.err(var("ansible_host"), "must be a host name or an IP address (the gateway reaches %s there, "
-                         "as it binds %s), got %r" % (name, bind.compressed, printable(explicit)))
+                         "as it binds %s), got %r" % (name, bind.compressed, _shown(explicit)))
                 return None
             if parsed is not None and parsed.version == 6 and bind.version == 4:
                 self.err(var("ansible_host"), "is the IPv6 address %s, but %s binds 0.0.0.0 (IPv4 only); bind '::' "
@@ -552,7 +560,7 @@ class _Check(object):
         for worker in self.cfg.get("workers") or []:
             if not isinstance(worker, dict) or _blank(worker.get("api_key")):
                 continue
-            name = printable(str(worker.get("name")))
+            name = _shown(worker.get("name"), 60)
             value = worker.get("api_key")
             if not isinstance(value, str) or control_problem(value) or not _BEARER.fullmatch(value):
                 self.err("hostvars['%s'].sglang_server_api_key" % name, "must be printable ASCII without spaces to be "
@@ -572,7 +580,7 @@ class _Check(object):
                      % " vs ".join(", ".join(g) for g in groups))
         elif worker_keys:
             key = next(iter(worker_keys))
-            keyless = [printable(str(w.get("name"))) for w in self.cfg.get("workers") or []
+            keyless = [_shown(w.get("name"), 60) for w in self.cfg.get("workers") or []
                        if isinstance(w, dict) and _blank(w.get("api_key"))]
             if keyless:
                 self.warn(PREFIX + "worker_api_key", "%s set no sglang_server_api_key; the gateway sends them the "
