@@ -10,9 +10,9 @@ stand-ins, started the way the role's unit starts it.
   ``roles/sglang_gateway/tasks/validate.yml``) templated with Ansible over the role's defaults and the test's
   variables, then ``render_gateway``. The process gets ``ExecStart``'s argv (``python -I smg_launch.py ...``), the
   unit's ``Environment=`` and the secrets of the ``EnvironmentFile``, nothing else.
-* Where this machine allows it, smg runs under what the unit enforces that can be had without systemd: the
-  service account's lack of privileges (``setpriv``: uid/gid 65534, no groups, no capabilities, no_new_privs) and
-  ``MemoryDenyWriteExecute=`` (the kernel's ``PR_SET_MDWE``, inherited across exec).
+* Where this machine allows it, smg runs under what the unit enforces that can be had without systemd: a read-only
+  file system (``unshare``), the service account's lack of privileges (``setpriv``: uid/gid 65534, no groups, no
+  capabilities, no_new_privs) and ``MemoryDenyWriteExecute=`` (the kernel's ``PR_SET_MDWE``, kept across exec).
 """
 
 from __future__ import annotations
@@ -160,11 +160,21 @@ def _set_mdwe():
 
 
 def unit_like_wrapper():
-    """(argv prefix, preexec_fn, applied): what of the unit's confinement this machine can apply."""
+    """(argv prefix, preexec_fn, applied): what of the unit's confinement this machine can apply without systemd.
+
+    As root: a private mount namespace whose root file system and /dev/shm are read-only (ProtectSystem=strict; the
+    unit gives smg no writable path), then uid/gid 65534 without groups, capabilities or new privileges (the service
+    account, CapabilityBoundingSet=, NoNewPrivileges=). Anywhere the kernel has it: PR_SET_MDWE
+    (MemoryDenyWriteExecute=), set before exec and kept across it.
+    """
     prefix, applied = [], []
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        prefix += ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                   "mount -o remount,bind,ro / && mount -t tmpfs -o ro,size=64k tmpfs /dev/shm && exec \"$@\"", "sh"]
+        applied.append("read-only root and /dev/shm (unshare)")
     if os.geteuid() == 0 and shutil.which("setpriv"):
-        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs",
-                  "--inh-caps=-all", "--bounding-set=-all", "--"]
+        prefix += ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs",
+                   "--inh-caps=-all", "--bounding-set=-all", "--"]
         applied.append("uid 65534 without capabilities (setpriv)")
     preexec = None
     if _mdwe_supported():

@@ -184,12 +184,18 @@ def test_secrets_are_not_in_the_command_line_or_the_log(fleet):
 def test_the_gateway_ran_confined_like_the_unit(fleet):
     gateway = fleet["gateway"]
     if not gateway.confinement:
-        pytest.skip("neither setpriv (as root) nor PR_SET_MDWE is available here")
-    with open("/proc/%d/status" % gateway.proc.pid) as handle:
+        pytest.skip("neither unshare/setpriv (as root) nor PR_SET_MDWE is available here")
+    pid = gateway.proc.pid
+    with open("/proc/%d/status" % pid) as handle:
         status = dict(line.split(":", 1) for line in handle if ":" in line)
     if any("setpriv" in c for c in gateway.confinement):
         assert status["Uid"].split()[0] == "65534" and status["CapEff"].strip() == "0000000000000000"
-        assert status["NoNewPrivs"].strip() == "1"
+        assert status["CapBnd"].strip() == "0000000000000000" and status["NoNewPrivs"].strip() == "1"
+    if any("unshare" in c for c in gateway.confinement):
+        with open("/proc/%d/mountinfo" % pid) as handle:
+            mounts = {fields[4]: fields[5].split(",") for fields in (line.split() for line in handle)}
+        assert "ro" in mounts["/"] and "ro" in mounts["/dev/shm"], mounts
+        assert "/dev/shm is not writable" in gateway.output()  # smg noticed, and serves all the same
 
 
 def _launch(env, argv, timeout=60):
@@ -326,3 +332,33 @@ def test_ipv6_gateway_and_worker(tmp_path):
         if gateway is not None:
             gateway.stop()
         worker.stop()
+
+
+def test_a_dead_worker_is_retried_around_and_marked_unhealthy(tmp_path):
+    """One of two workers dies: every request still answers 200 (smg retries elsewhere), and after the failure
+    threshold of health checks /readiness counts one healthy worker."""
+    workers = [live.StandinWorker(tmp_path, i, WORKER_KEY) for i in range(2)]
+    gateway = None
+    try:
+        for worker in workers:
+            assert live.wait_for(lambda w=worker: live.http("GET", w.url + "/health")[0] == 200, 20)
+        rendered = live.render({"sglang_gateway_port": live.free_port(), "sglang_gateway_metrics_port": live.free_port(),
+                                "sglang_gateway_health_check_interval": 1, "sglang_gateway_health_check_timeout": 1,
+                                "sglang_gateway_health_failure_threshold": 2, "sglang_gateway_policy": "round_robin",
+                                "sglang_gateway_shutdown_grace_period": 1, "sglang_gateway_admin_api_key": ADMIN_KEY},
+                               [_worker_entry("w%d" % i, w) for i, w in enumerate(workers)])
+        gateway = live.Gateway(tmp_path, VENV, rendered, name="smg-failover", watch_cmdline=False)
+        assert live.wait_for(lambda: '"healthy_workers":2' in live.http("GET", rendered["readiness_url"])[1]
+                             or gateway.proc.poll() is not None, 60), gateway.output()[-3000:]
+        workers[1].stop()
+        statuses = [live.http("POST", rendered["base_url"] + "/v1/chat/completions", WORKER_KEY, CHAT)[0]
+                    for _ in range(6)]
+        assert statuses == [200] * 6, statuses
+        assert live.wait_for(lambda: '"healthy_workers":1' in live.http("GET", rendered["readiness_url"])[1], 30), \
+            live.http("GET", rendered["readiness_url"])
+        assert len([r for r in workers[0].requests("/v1/chat/completions") if r["status"] == 200]) == 6
+    finally:
+        if gateway is not None:
+            gateway.stop()
+        for worker in workers:
+            worker.stop()
