@@ -15,6 +15,9 @@ collects from the inventory::
     allow_unauthenticated, worker_ca_path, tls_cert_path, tls_key_path, args,
     workers_group, workers
 
+and, checked when given (they name the unit, its account and its files): ``unit_name``, ``user``, ``group``,
+``config_dir``, ``venv``.
+
 ``workers`` is one dict per host of the workers group: ``name`` (inventory name), ``host`` and ``port``
 (its ``sglang_server_host``/``sglang_server_port``, None when the inventory does not set them: the
 sglang_server role's defaults apply), ``args`` (``sglang_server_args``), ``api_key``
@@ -53,6 +56,8 @@ import json
 import re
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit import (
+    ACCOUNT_NAME,
+    UNIT_NAME,
     control_problem,
     path_problem,
     printable,
@@ -366,9 +371,33 @@ class _Check(object):
         if (top["tls_cert_path"] is None) != (top["tls_key_path"] is None) and not self._tls_paths_failed():
             self.err(PREFIX + "tls_cert_path", "and sglang_gateway_tls_key_path go together: set both (HTTPS) or "
                      "neither (HTTP)")
+        self._check_service()
         self._check_args()
         self._check_workers()
         self._check_keys()
+
+    def _check_service(self):
+        """What names the unit, its account and its files: a plain unit name, account names, absolute paths."""
+        for key, pattern, rule in (("unit_name", UNIT_NAME, "a plain systemd unit name (letters, digits, '_', '.', "
+                                                            "':' and '-'; no '@', '/' or '.service')"),
+                                   ("user", ACCOUNT_NAME, "a user name (letters, digits, '_', '.', '-')"),
+                                   ("group", ACCOUNT_NAME, "a group name (letters, digits, '_', '.', '-')")):
+            if key not in self.cfg:
+                continue
+            text = self._text(key)
+            if text is not None and (not pattern.fullmatch(text) or text.endswith(".service")):
+                self.err(PREFIX + key, "must be %s, got %r" % (rule, _shown(text)))
+        for key in ("config_dir", "venv"):
+            if key not in self.cfg:
+                continue
+            text = self._text(key)
+            if text is None:
+                continue
+            problem = path_problem(text)
+            if problem is None and (text.rstrip("/") in ("", "/") or "//" in text or text.endswith("/")):
+                problem = "must be a normalised absolute path other than /, got %r" % _shown(text)
+            if problem:
+                self.err(PREFIX + key, problem)
 
     def _tls_paths_failed(self):
         return any(e.startswith((PREFIX + "tls_cert_path:", PREFIX + "tls_key_path:")) for e in self.errors)

@@ -28,8 +28,6 @@ import time
 import urllib.error
 import urllib.request
 
-import yaml
-
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_gateway")
 LAUNCHER = os.path.join(ROLE, "files", "smg_launch.py")

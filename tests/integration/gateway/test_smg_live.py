@@ -352,7 +352,7 @@ def test_a_dead_worker_is_retried_around_and_marked_unhealthy(tmp_path):
                              or gateway.proc.poll() is not None, 60), gateway.output()[-3000:]
         workers[1].stop()
         statuses = [live.http("POST", rendered["base_url"] + "/v1/chat/completions", WORKER_KEY, CHAT)[0]
-                    for _ in range(6)]
+                    for attempt in range(6)]
         assert statuses == [200] * 6, statuses
         assert live.wait_for(lambda: '"healthy_workers":1' in live.http("GET", rendered["readiness_url"])[1], 30), \
             live.http("GET", rendered["readiness_url"])

@@ -199,6 +199,14 @@ def test_loopback_workers_are_fine_on_the_gateways_own_host():
     ({"args": {"model-alias": "a=b\nExecStartPre=+/bin/true"}},
      "sglang_gateway_args.model-alias: contains a control character (LF at offset 3)"),
     ({"args": ["--dp-aware"]}, "sglang_gateway_args: must be a dict of smg flags"),
+    ({"unit_name": "../../etc/evil"}, "sglang_gateway_unit_name: must be a plain systemd unit name"),
+    ({"unit_name": "gateway.service"}, "sglang_gateway_unit_name: must be a plain systemd unit name"),
+    ({"user": "root\nExecStartPre=+/bin/true"}, "sglang_gateway_user: contains a control character (LF at offset 4)"),
+    ({"group": "-wheel"}, "sglang_gateway_group: must be a group name"),
+    ({"config_dir": "/"}, "sglang_gateway_config_dir: must be a normalised absolute path other than /"),
+    ({"config_dir": "/etc/sglang gateway"}, "sglang_gateway_config_dir: must not contain whitespace"),
+    ({"venv": "opt/venv"}, "sglang_gateway_venv: must be an absolute path"),
+    ({"venv": "/opt/../venv"}, "sglang_gateway_venv: must not contain '..' components"),
 ])
 def test_refusals_name_the_variable_and_the_rule(overrides, expected):
     found = errors(**overrides)

@@ -93,9 +93,9 @@ def _collections_path():
 
 def _inventory():
     groups = {}
-    for name, (gateway, workers, _) in CASES.items():
-        groups["gateways_" + name] = {"hosts": {"gw_" + name: gateway}}
-        groups["workers_" + name] = {"hosts": workers}
+    for name, case in CASES.items():
+        groups["gateways_" + name] = {"hosts": {"gw_" + name: case[0]}}
+        groups["workers_" + name] = {"hosts": case[1]}
     return {"all": {"vars": {"ansible_connection": "local"}, "children": groups}}
 
 
@@ -154,7 +154,7 @@ def rendered(tmp_path_factory):
     inventory = os.path.join(out, "inventory.json")
     with open(inventory, "w", encoding="utf-8") as handle:
         json.dump(_inventory(), handle)
-    result = _run_playbook(out, inventory, [_play(n, v, out, venv) for n, (_, _, v) in CASES.items()])
+    result = _run_playbook(out, inventory, [_play(name, case[2], out, venv) for name, case in CASES.items()])
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     cases = {name: _read(os.path.join(out, name)) for name in CASES}
     return {"cases": cases, "output": result.stdout + result.stderr, "venv": venv}
@@ -186,8 +186,7 @@ def test_execstart_is_the_launcher_with_the_rendered_flags(rendered, name):
 
 
 def test_workers_come_from_the_inventory(rendered):
-    assert _ok(rendered, "plain")[1]["worker_urls"] == ["http://10.0.0.11:30000",
-                                                       "http://gpu-2.example.internal:30001"]
+    assert _ok(rendered, "plain")[1]["worker_urls"] == ["http://10.0.0.11:30000", "http://gpu-2.example.internal:30001"]
     data = _ok(rendered, "ipv6")[1]
     assert data["worker_urls"] == ["http://[fd00::11]:30000", "http://[fd00::12]:30000"]
     assert data["base_url"] == "http://[::1]:8000" and data["metrics_url"] == "http://[::1]:29000/metrics"
