@@ -129,6 +129,7 @@ _HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z
                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 _BEARER = re.compile(r"[\x21-\x7e]+")
 _INT_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
+_NEGATIVE_NUMBER = re.compile(r"-[0-9]+(?:\.[0-9]+)?")
 _UNSET = object()
 
 
@@ -459,6 +460,12 @@ class _Check(object):
                 self.err(where, problem)
                 return None
             tokens.append(text)
+        if len(tokens) > 1:
+            dashed = [t for t in tokens if t.startswith("-") and not _NEGATIVE_NUMBER.fullmatch(t)]
+            if dashed:
+                self.err(where, "a value in a list must not start with '-' (smg's parser would read %r as a flag); "
+                         "give such a value alone, it is then written --flag=value" % _shown(dashed[0]))
+                return None
         return tokens
 
     # -- workers ------------------------------------------------------------------------------------

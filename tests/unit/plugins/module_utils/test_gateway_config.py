@@ -199,6 +199,8 @@ def test_loopback_workers_are_fine_on_the_gateways_own_host():
     ({"args": {"model-alias": "a=b\nExecStartPre=+/bin/true"}},
      "sglang_gateway_args.model-alias: contains a control character (LF at offset 3)"),
     ({"args": ["--dp-aware"]}, "sglang_gateway_args: must be a dict of smg flags"),
+    ({"args": {"cors_allowed_origins": ["https://a.example", "-x"]}},
+     "sglang_gateway_args.cors_allowed_origins: a value in a list must not start with '-'"),
     ({"unit_name": "../../etc/evil"}, "sglang_gateway_unit_name: must be a plain systemd unit name"),
     ({"unit_name": "gateway.service"}, "sglang_gateway_unit_name: must be a plain systemd unit name"),
     ({"user": "root\nExecStartPre=+/bin/true"}, "sglang_gateway_user: contains a control character (LF at offset 4)"),

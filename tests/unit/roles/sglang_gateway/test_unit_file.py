@@ -54,7 +54,8 @@ CASES = {
          "sglang_gateway_tls_key_path": "/etc/sglang-gateway/tls.key",
          "sglang_gateway_worker_ca_path": "/etc/sglang-gateway/workers-ca.pem"}),
     "hostile_args": ({"ansible_host": "10.0.0.3"}, {"wh": _w("10.0.0.31")},
-                     {"sglang_gateway_args": {"model_alias": ["$HOME=100%", "-x=\"q\" \\b"],
+                     {"sglang_gateway_args": {"cors_allowed_origins": ["$HOME=100%", "\"q\" \\b;x"],
+                                              "model_alias": "-x=\"q\" %n \\b",
                                               "request_timeout_secs": 600, "dp_aware": True,
                                               "upstream_http2": False}}),
     # refusals: nothing may be written
@@ -197,8 +198,9 @@ def test_workers_come_from_the_inventory(rendered):
 def test_hostile_values_reach_smg_unchanged(rendered):
     case, data = _ok(rendered, "hostile_args")
     argv = sd.exec_argv(sd.values(case["sglang-gateway.service"], "ExecStart")[0])
-    at = argv.index("--model-alias")
-    assert argv[at + 1:at + 3] == ["$HOME=100%", "-x=\"q\" \\b"]
+    at = argv.index("--cors-allowed-origins")
+    assert argv[at + 1:at + 3] == ["$HOME=100%", "\"q\" \\b;x"]
+    assert "--model-alias=-x=\"q\" %n \\b" in argv
     assert "--dp-aware" in argv and "--upstream-http2" not in argv
     assert argv[argv.index("--request-timeout-secs") + 1] == "600"
 
