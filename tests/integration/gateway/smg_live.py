@@ -104,7 +104,7 @@ def wait_for(predicate, timeout, every=0.2):
 
 
 class StandinWorker(object):
-    """One SGLang stand-in (tests/standin) with an API key, ready at once."""
+    """One SGLang stand-in (tests/standin), with an API key unless ``api_key`` is empty, ready at once."""
 
     def __init__(self, tmp, index, api_key, host="127.0.0.1"):
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -117,7 +117,7 @@ class StandinWorker(object):
                    LLMSERVE_STANDIN_EVENT_LOG=self.events)
         env.pop("PYTHONHOME", None)
         argv = ["python3", "-m", "sglang.launch_server", "--model-path", "standin-model", "--host", host,
-                "--port", str(self.port), "--api-key", api_key]
+                "--port", str(self.port)] + (["--api-key", api_key] if api_key else [])
         self.proc = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         host_part = "[%s]" % host if ":" in host else host
         self.url = "http://%s:%d" % (host_part, self.port)
