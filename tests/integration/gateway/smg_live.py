@@ -93,6 +93,28 @@ def http(method, url, key=None, body=None, timeout=10):
         return -1, str(exc)
 
 
+def stop_group(proc, timeout):
+    """SIGTERM to the process group ``proc`` leads (started with start_new_session), SIGKILL what is left after
+    ``timeout``. The group, not the pid: a wrapper such as strace detaches on SIGTERM and leaves its child running."""
+    def signal_group(signum):
+        try:
+            os.killpg(proc.pid, signum)
+            return True
+        except ProcessLookupError:
+            return False
+
+    if not signal_group(signal.SIGTERM):
+        proc.wait()
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not signal_group(0):
+            return
+        time.sleep(0.05)
+    signal_group(signal.SIGKILL)
+    proc.wait()
+
+
 def wait_for(predicate, timeout, every=0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -130,14 +152,9 @@ class StandinWorker(object):
         return [e for e in events if e.get("event") == "request" and e.get("path", "").split("?")[0] == path]
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        stop_group(self.proc, 10)
+        if not self.log.closed:
+            self.log.close()
 
 
 def _mdwe_supported():
@@ -231,11 +248,6 @@ class Gateway(object):
             return handle.read()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        stop_group(self.proc, 30)
+        if not self.log.closed:
+            self.log.close()

@@ -233,6 +233,13 @@ def test_launcher_refuses_to_start_without_the_control_plane_key():
     assert result.returncode == 2 and "are the same key" in result.stderr
 
 
+def _in_group(pid, pgid):
+    try:
+        return os.getpgid(pid) == pgid
+    except OSError:
+        return False
+
+
 def _syscall_set(group):
     """The syscalls of a systemd syscall group, nested groups expanded (systemd-analyze syscall-filter)."""
     out = subprocess.run(["systemd-analyze", "syscall-filter", group], capture_output=True, text=True,
@@ -290,6 +297,8 @@ def test_a_serving_run_stays_inside_the_units_syscall_filter(tmp_path):
             gateway.stop()
         for worker in workers:
             worker.stop()
+    # strace detaches on SIGTERM; the whole process group was stopped, so smg is gone too
+    assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _in_group(int(pid), gateway.proc.pid)]
     with open(str(trace), errors="replace") as handle:
         text = handle.read()
     used = set(re.findall(r"^\d+\s+([a-z0-9_]+)\(", text, re.M))
