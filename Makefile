@@ -9,6 +9,9 @@ VENV := $(LLMSERVE_CACHE)/venv
 export LLMSERVE_SGLANG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/sglang-cpu
 export LLMSERVE_SGLANG_VENV ?= $(LLMSERVE_CACHE)/venv-sglang-cpu
 export LLMSERVE_SGLANG_MODEL ?= $(LLMSERVE_CACHE)/models/tiny-llama
+# The real SGLang model gateway (smg 1.13.0) for tests/integration/gateway: its wheels and a venv from them.
+export LLMSERVE_SMG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/smg
+export LLMSERVE_SMG_VENV ?= $(LLMSERVE_CACHE)/venv-smg
 DEVENV := source tests/tools/devenv.sh
 HOSTS := source tests/hosts/testhosts.sh
 # Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
@@ -21,7 +24,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: fixtures engine-assets wheelhouse-standin help venv hosts lint sanity unit build-check molecule test demo bench gpu-check clean
+.PHONY: fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest, build check, molecule"
@@ -44,7 +47,7 @@ sanity: venv
 	@$(RUN) echo "== ansible-test sanity"; dev_ansible_test_pip; dir=$$(dev_sanity_tree); cd "$$dir"; \
 	  ansible-test sanity --python 3.12 --color no 2>&1 | grep -v '^WARNING: Location'
 
-unit: venv engine-assets
+unit: venv engine-assets gateway-assets
 	@$(RUN) echo "== pytest (unit + integration)"; \
 	  pytest -q -p no:cacheprovider tests/unit $(wildcard tests/integration)
 
@@ -66,6 +69,11 @@ engine-assets:
 	@test -f "$(LLMSERVE_SGLANG_MODEL)/config.json" || \
 	  HF_HUB_OFFLINE=1 "$(LLMSERVE_SGLANG_VENV)/bin/python" tests/engine/make_tiny_model.py "$(LLMSERVE_SGLANG_MODEL)" >/dev/null
 	@echo "engine assets: $(LLMSERVE_SGLANG_WHEELHOUSE), $(LLMSERVE_SGLANG_VENV), $(LLMSERVE_SGLANG_MODEL)"
+
+gateway-assets:
+	@echo "== smg (SGLang model gateway) 1.13.0: wheelhouse, venv"
+	@bash tests/gateway/install_smg_venv.sh "$(LLMSERVE_SMG_VENV)" "$(LLMSERVE_SMG_WHEELHOUSE)" >/dev/null
+	@echo "gateway assets: $(LLMSERVE_SMG_WHEELHOUSE), $(LLMSERVE_SMG_VENV)"
 
 # Fixture host trees, rebuilt only when the manifests change (running test hosts bind-mount the directory).
 fixtures:

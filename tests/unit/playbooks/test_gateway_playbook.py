@@ -1,0 +1,83 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""playbooks/gateway.yml: the gateway role runs under the per-host lock, with a lease that outlasts the role's own
+waits (read from its tasks), and the playbook parses against the example inventory."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.llmserve.sglang.tests.unit.playbooks.test_playbook_locks import (
+    LOCK,
+    ROOT,
+    flatten,
+    load,
+    render,
+    role_of,
+)
+
+PER_CALL_OVERHEAD = 1.0  # Ansible's own time per module run, on top of the module's timeout
+
+
+def gateway_play():
+    return load("playbooks", "gateway.yml")[1]
+
+
+def role_worst_case(variables):
+    """Seconds the role's verify.yml may wait at most: each wait_for_endpoint's timeout, the worker listing retried."""
+    total = 0.0
+    for task in load("roles", "sglang_gateway", "tasks", "verify.yml"):
+        if "llmserve.sglang.wait_for_endpoint" not in task:
+            continue
+        timeout = render(str(task["llmserve.sglang.wait_for_endpoint"]["timeout"]), variables)
+        if "until" in task:
+            tries = render(str(task["vars"]["__sglang_gateway_workers_tries"]), variables)
+            total += tries * (timeout + PER_CALL_OVERHEAD) + (tries - 1) * float(task["delay"])
+        else:
+            total += timeout + PER_CALL_OVERHEAD
+    return total
+
+
+def test_the_role_runs_between_taking_and_releasing_the_lock():
+    steps = []
+    for task in flatten(gateway_play()["tasks"]):
+        if LOCK in task:
+            steps.append("lock:" + task[LOCK].get("state", "acquired"))
+            assert "always" in task.get("tags", [])
+            assert task[LOCK].get("mode", "exclusive") == "exclusive"
+        elif role_of(task):
+            steps.append(role_of(task))
+    assert steps == ["lock:acquired", "sglang_gateway", "lock:released"]
+
+
+@pytest.mark.parametrize("overrides", [{}, {"sglang_gateway_workers_timeout": 600, "sglang_gateway_ready_timeout": 30},
+                                       {"sglang_lock_lease": 60, "sglang_gateway_workers_timeout": 1}])
+def test_the_lease_outlasts_the_roles_waits(overrides):
+    variables = dict(load("roles", "sglang_gateway", "defaults", "main.yml"), **overrides)
+    (take,) = [t for t in flatten(gateway_play()["tasks"]) if LOCK in t and "state" not in t[LOCK]]
+    lease = render(str(take[LOCK]["lease"]), variables)
+    stop = variables["sglang_gateway_shutdown_grace_period"] + 30  # TimeoutStopSec
+    install = float(variables.get("sglang_lock_install_seconds", 1800))
+    margin = float(variables.get("sglang_lock_lease", 300))
+    assert lease >= install + stop + role_worst_case(variables) + margin, (lease, role_worst_case(variables))
+    assert math.isfinite(lease)
+
+
+def test_syntax_check_with_the_example_inventory():
+    tree = os.environ.get("LLMSERVE_PYTEST_TREE")
+    if not tree:
+        pytest.skip("collection link tree not found")
+    inventory = os.path.join(ROOT, "inventories", "example")
+    result = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "--syntax-check", "-i", inventory,
+         "--vault-password-file", os.path.join(inventory, "vault-password.example"),
+         os.path.join(ROOT, "playbooks", "gateway.yml")],
+        capture_output=True, text=True, check=False, timeout=300,
+        env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=tree, ANSIBLE_NOCOLOR="1"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
