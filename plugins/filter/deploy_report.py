@@ -11,8 +11,8 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_report impo
 )
 
 
-def sglang_host_report(host, preflight=None, driver=None, sglang=None):
-    return build_host_report(host, preflight or None, driver or None, sglang or None)
+def sglang_host_report(host, preflight=None, driver=None, sglang=None, plan=None):
+    return build_host_report(host, preflight or None, driver or None, sglang or None, plan or None)
 
 
 def sglang_report_markdown(reports, title="SGLang deployment report"):

@@ -4,7 +4,8 @@
 """The per-host deployment report of the site playbook: one summary from the three roles' results.
 
 ``build_host_report`` takes what each stage published (``iommu_preflight_report``, the nvidia_driver facts,
-``sglang_server_report``); a stage that did not run (tags, failure) gives ``None`` and shows as "not run".
+``sglang_server_report``); a stage that did not run (tags, failure) gives ``None`` and shows as "not run". The site
+playbook's plan (``sglang_plan``: what the run planned to change on the host) is kept with it.
 ``render_markdown`` turns a list of host reports into the Markdown file and the play output.
 """
 
@@ -24,9 +25,12 @@ def _gpu_summary(gpus):
     return ", ".join("%d x %s (%s)" % (n, name, arch) for (name, arch), n in sorted(counts.items()))
 
 
-def build_host_report(host, preflight=None, driver=None, sglang=None):
+def build_host_report(host, preflight=None, driver=None, sglang=None, plan=None):
     """Return the report dict of one host. Every argument but ``host`` may be ``None``."""
     report = {"host": host, "stages": {}}
+    if plan is not None:
+        report["plan"] = {"changes": list(plan.get("changes") or []),
+                          "restart_needed": bool(plan.get("restart_needed"))}
 
     if preflight:
         gpus = preflight.get("gpus") or []
@@ -121,6 +125,8 @@ def host_rows(report):
         ("Time to ready", _fmt(sg.get("time_to_ready")) if sg.get("restarted") else "no restart this run"),
         ("Smoke test", _fmt(sg.get("smoke"))),
     ]
+    if "plan" in report:
+        rows.append(("Planned changes", "; ".join(report["plan"]["changes"]) or "none"))
     if sg.get("error"):
         rows.append(("Deployment error", _fmt(sg.get("error"))))
     if sg.get("rollback_error"):

@@ -1,7 +1,8 @@
 """The playbooks hold the per-host lock the way docs/awx.md says: exclusive for site/restart/rollback, shared for the
 audit, renewed before each phase of site.yml with a lease that outlasts the phase's own timeouts (read from the
 roles' tasks, so a longer wait added there fails here), and taken again after the driver role (a reboot empties
-/run/lock)."""
+/run/lock). site.yml plans every host at once under the lock (and proves the unchanged ones serve), gives it back,
+except on the first batch of the rollout, and takes it again per batch of its change play."""
 
 import os
 import re
@@ -49,9 +50,11 @@ def lock_tasks(play):
 
 
 def role_of(task):
+    """``role`` or ``role:tasks_from`` of an import_role/include_role task."""
     for key in ("ansible.builtin.import_role", "ansible.builtin.include_role"):
         if key in task:
-            return task[key]["name"].split(".")[-1]
+            name = task[key]["name"].split(".")[-1]
+            return name + (":" + task[key]["tasks_from"] if "tasks_from" in task[key] else "")
     return None
 
 
@@ -75,8 +78,8 @@ SCENARIOS = {
 }
 
 
-def play_vars(playbook, overrides):
-    play = load("playbooks", playbook)[0]
+def play_vars(playbook, overrides, index=0):
+    play = load("playbooks", playbook)[index]
     variables = role_defaults()
     variables.update(play.get("vars", {}))
     variables.update(overrides)
@@ -87,8 +90,7 @@ def lease(task, variables):
     return render(str(task[LOCK]["lease"]), variables)
 
 
-def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
-    play = play_vars("site.yml", {})[0]
+def lock_steps(play):
     steps = []
     for task in flatten(play["tasks"]):
         if LOCK in task:
@@ -97,35 +99,82 @@ def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
             assert task[LOCK].get("mode", "exclusive") == "exclusive"
         elif role_of(task):
             steps.append(role_of(task))
-    assert steps == ["lock:acquired", "iommu_preflight", "lock:renewed", "nvidia_driver", "lock:acquired",
-                     "sglang_server", "lock:released"]
+    return steps
+
+
+def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches():
+    plan, change = load("playbooks", "site.yml")
+    assert "serial" not in plan, "the plan play runs on every host at once"
+    assert "sglang_servers" in plan["hosts"] and "sglang_plan_change" not in plan["hosts"]
+    assert plan["max_fail_percentage"] == change["max_fail_percentage"] == \
+        "{{ sglang_rollout_max_fail_percentage | default(0) }}"
+    assert change["serial"] == "{{ sglang_rollout_serial | default(1) }}"
+    # only the hosts whose plan has changes, in inventory order
+    assert "sglang_plan_change" in change["hosts"] and change["hosts"].startswith("{{ groups['sglang_servers']")
+    group_by = [t for t in flatten(plan["tasks"]) if "ansible.builtin.group_by" in t]
+    assert len(group_by) == 1 and group_by[0]["ansible.builtin.group_by"]["key"] == "sglang_plan_change"
+    assert group_by[0]["when"] == "sglang_plan.changes | length > 0" and group_by[0]["changed_when"] is False
+
+
+def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
+    plan, change = [play_vars("site.yml", {}, i)[0] for i in (0, 1)]
+    assert lock_steps(plan) == ["lock:acquired", "iommu_preflight", "nvidia_driver:plan", "sglang_server:plan",
+                                "sglang_server:probe", "lock:released"]
+    assert lock_steps(change) == ["lock:acquired", "nvidia_driver", "lock:acquired", "sglang_server", "lock:released"]
+    # a lock that was not taken is not released (it is another run's)
+    for play, register in ((plan, "__sglang_lock_plan"), (change, "__sglang_lock_change")):
+        tasks = list(flatten(play["tasks"]))
+        take = [t for t in tasks if LOCK in t][0]
+        release = [t for t in tasks if LOCK in t and t[LOCK].get("state") == "released"][0]
+        assert take["register"] == register
+        assert "%s is succeeded" % register in release["when"]
+
+
+def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
+    plan, change = load("playbooks", "site.yml")
+    tasks = list(flatten(plan["tasks"]))
+    choose = [t for t in tasks if "__sglang_keep_lock" in t.get("ansible.builtin.set_fact", {})][0]
+    release = [t for t in tasks if LOCK in t and t[LOCK].get("state") == "released"][0]
+    assert choose["run_once"] is True and tasks.index(choose) < tasks.index(release)
+    assert "inventory_hostname not in __sglang_keep_lock" in release["when"]
+    expression = choose["ansible.builtin.set_fact"]["__sglang_keep_lock"]
+    # the batches of the change play: its serial value, over the changed hosts in inventory order
+    assert "sglang_rollout_batches(sglang_rollout_serial | default(1)) | first" in expression
+    assert "[] if __sglang_rollout_stops" in expression
+    # the first batch renews the lock the plan left it; a later batch waits for it like at the start
+    take = [t for t in flatten(change["tasks"]) if LOCK in t][0]
+    assert take[LOCK]["wait"] == "{{ sglang_lock_wait | default(1800) }}"
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_site_leases_outlast_each_phase(scenario):
-    play, variables = play_vars("site.yml", SCENARIOS[scenario])
-    margin = float(variables.get("sglang_lock_lease", 300))
-    take, driver, retake = [lease(t, variables) for t in lock_tasks(play)[:3]]
-    # preflight: the role's own P2P task timeout for GPUS GPUs
+    plan, plan_vars = play_vars("site.yml", SCENARIOS[scenario], 0)
+    change, change_vars = play_vars("site.yml", SCENARIOS[scenario], 1)
+    margin = float(plan_vars.get("sglang_lock_lease", 300))
+    take = lease(lock_tasks(plan)[0], plan_vars)
+    driver, retake = [lease(t, change_vars) for t in lock_tasks(change)[:2]]
+    # plan: the role's own P2P task timeout for GPUS GPUs, then the readiness wait of an unchanged server
     p2p = 0.0
-    if variables["iommu_preflight_p2p_test"]:
+    if plan_vars["iommu_preflight_p2p_test"]:
         p2p_task = [t for t in load("roles", "iommu_preflight", "tasks", "p2p.yml") if t["name"].startswith("Run the")][0]
-        p2p = render(str(p2p_task["timeout"]), dict(variables, __iommu_preflight_selected_addresses=["x"] * GPUS))
-    assert take >= p2p + margin
+        p2p = render(str(p2p_task["timeout"]), dict(plan_vars, __iommu_preflight_selected_addresses=["x"] * GPUS))
+    probe = timeouts("sglang_server", "probe.yml", variables=plan_vars)
+    assert probe == plan_vars["sglang_server_ready_timeout"]
+    assert take >= p2p + probe + margin
     # driver: the reboot's own timeout, or stopping and starting every GPU service
-    if variables["nvidia_driver_apply"] == "reboot":
+    if change_vars["nvidia_driver_apply"] == "reboot":
         reboot = [t for t in load("roles", "nvidia_driver", "tasks", "reboot.yml") if "ansible.builtin.reboot" in t][0]
-        assert driver >= render(str(reboot["ansible.builtin.reboot"]["reboot_timeout"]), variables) + margin
-    if variables["nvidia_driver_apply"] == "reload":
-        units = len(variables["nvidia_driver_gpu_services"])
-        assert driver >= 2 * units * variables["sglang_server_timeout_stop_sec"] + margin
+        assert driver >= render(str(reboot["ansible.builtin.reboot"]["reboot_timeout"]), change_vars) + margin
+    if change_vars["nvidia_driver_apply"] == "reload":
+        units = len(change_vars["nvidia_driver_gpu_services"])
+        assert driver >= 2 * units * change_vars["sglang_server_timeout_stop_sec"] + margin
     assert driver >= margin
     # SGLang: install, restart + verify, and on failure restart + restore wait
-    waits = timeouts("sglang_server", "verify.yml", "restore.yml", variables=variables)
-    install = float(variables.get("sglang_lock_install_seconds", 1800))
-    assert retake >= install + 2 * variables["sglang_server_timeout_stop_sec"] + waits + margin
+    waits = timeouts("sglang_server", "verify.yml", "restore.yml", variables=change_vars)
+    install = float(change_vars.get("sglang_lock_install_seconds", 1800))
+    assert retake >= install + 2 * change_vars["sglang_server_timeout_stop_sec"] + waits + margin
     if scenario == "defaults":
-        assert (take, driver, retake) == (300, 300, 4380), "the documented default leases"
+        assert (take, driver, retake) == (1200, 300, 4380), "the documented default leases"
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
