@@ -37,7 +37,6 @@ import json
 import math
 import re
 import time
-from urllib.parse import urlsplit
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait import (
     NO_CONNECTION,
@@ -56,6 +55,8 @@ _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{
 _HOST_NAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_.])?$")
 _PATH = re.compile(r"^[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$")
 _BAD_CHARS = re.compile(r"[\x00-\x20\x7f]")
+_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<netloc>[^/?#]*)(?P<path>[^?#]*)"
+                  r"(?:\?(?P<query>[^#]*))?(?:#(?P<fragment>.*))?$", re.S)
 _METRIC_SAMPLE = re.compile(r"^(sglang:num_running_reqs|sglang:num_queue_reqs)(?:\{[^}]*\})?[ \t]+(\S+)", re.M)
 
 
@@ -89,21 +90,19 @@ def canonical_url(url, name="worker_url", allow_path=True):
         raise UrlError("%s must be an http:// or https:// URL, got %r" % (name, url))
     if _BAD_CHARS.search(url):
         raise UrlError("%s must not contain spaces or control characters, got %r" % (name, clean_text(url, 200)))
-    try:
-        parts = urlsplit(url)
-    except ValueError as exc:
-        raise UrlError("%s is not a valid URL (%s)" % (name, exc))
-    scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.netloc:
+    # split by hand: urlsplit's checks of brackets and ports differ between Python versions
+    parts = _URL.match(url)
+    scheme = parts.group("scheme").lower() if parts else ""
+    if scheme not in _DEFAULT_PORTS or not parts.group("netloc"):
         raise UrlError("%s must be an absolute http:// or https:// URL such as http://10.0.0.5:30000, got %r"
                        % (name, _masked(url)))
-    if "@" in parts.netloc:
+    if "@" in parts.group("netloc"):
         raise UrlError("%s must not carry credentials (user:password@); the keys are options of their own, got %r"
                        % (name, _masked(url)))
-    if parts.query or parts.fragment or url.rstrip().endswith(("?", "#")):
+    if parts.group("query") is not None or parts.group("fragment") is not None:
         raise UrlError("%s must be a base URL without a query or fragment, got %r" % (name, url))
-    host, port = _split_host_port(parts.netloc, name, url)
-    path = parts.path.rstrip("/")
+    host, port = _split_host_port(parts.group("netloc"), name, url)
+    path = parts.group("path").rstrip("/")
     if path and not allow_path:
         raise UrlError("%s must be a base URL without a path, got %r" % (name, url))
     if not _PATH.match(path):

@@ -58,9 +58,9 @@ options:
     required: true
   admin_api_key:
     description:
-      - The gateway's control-plane key (an C(admin) key of C(--control-plane-api-keys); the role
+      - "The gateway's control-plane key (an C(admin) key of C(--control-plane-api-keys); the role
         C(llmserve.sglang.sglang_gateway) takes it as C(sglang_gateway_admin_api_key)), sent as
-        C(Authorization: Bearer <key>) to C(/workers).
+        C(Authorization: Bearer <key>) to C(/workers)."
       - A gateway without control-plane keys takes its C(--api-key) here, and one with neither takes none (an open
         control plane, which that role never runs).
     type: str
@@ -117,8 +117,8 @@ options:
   worker_load_source:
     description:
       - Where the worker's own count of requests in flight comes from, once the gateway no longer lists it.
-      - V(v1_loads) - SGLang's C(GET /v1/loads): C(num_running_reqs) plus C(num_waiting_reqs) of every DP rank, with
-        O(worker_api_key). Always there in SGLang 0.5.23.
+      - V(v1_loads) - SGLang's C(GET /v1/loads), C(num_running_reqs) plus C(num_waiting_reqs) of every DP rank, read
+        with O(worker_api_key). Always there in SGLang 0.5.23.
       - V(metrics) - C(sglang:num_running_reqs) plus C(sglang:num_queue_reqs) on C(GET /metrics) (needs the worker's
         C(--enable-metrics); no key).
       - V(auto) - V(v1_loads); V(metrics) when C(/v1/loads) does not exist or no O(worker_api_key) is given and
