@@ -546,7 +546,9 @@ class WorkerChange(object):
                 result["healthy_workers_left"] = len(peers(listed, targets or [self.template]))
             except GatewayError as exc:
                 if exc.fatal:
-                    raise Outcome(exc.message, result, failed=True, warnings=self.warnings)
+                    result["drain_seconds"] = round(self.clock() - started, 3)
+                    raise Outcome("%s was removed, but watching its drain failed: %s" % (url, exc.message), result,
+                                  failed=True, warnings=self.warnings)
                 gateway_problem = exc.message
             if gone:
                 engine, engine_problem, fatal = self.api.worker_load(self._timeout(deadline))
