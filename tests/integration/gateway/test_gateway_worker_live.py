@@ -218,6 +218,42 @@ def test_absent_returns_after_the_request_in_flight_on_a_finished(fresh):
     assert ADMIN_KEY not in output and WORKER_KEY not in output
 
 
+def test_why_the_drain_is_judged_by_the_worker_list_and_the_worker_not_by_get_loads(fresh):
+    """The smg facts the module rests on: after DELETE the worker stays listed as draining with its in-flight count
+    in ``load``, receives nothing new, and disappears only after its request finished; /get_loads never shows the
+    request that is still running on it (it serves a cache of registered workers only)."""
+    fleet = fresh
+    threads, slow_results = _start_slow_on_both(fleet)
+    (entry,) = [w for w in fleet.workers() if w["url"] == fleet.a.url]
+    assert entry["load"] == 1 and entry["status"] == "ready"
+    assert live.http("DELETE", fleet.base + "/workers/" + entry["id"], ADMIN_KEY)[0] == 202
+    seen = []
+    while _in_flight(fleet.a) == 1:
+        listed = [w for w in fleet.workers() if w["url"] == fleet.a.url]
+        status, text = live.http("GET", fleet.base + "/get_loads", ADMIN_KEY)
+        assert status == 200, text
+        loads = json.loads(text)
+        seen.append((listed[0]["status"], listed[0]["is_healthy"], listed[0]["load"],
+                     [(l.get("worker"), l.get("num_running_reqs")) for l in loads["loads"] if l.get("worker") == fleet.a.url]))
+        time.sleep(0.3)
+    for thread in threads:
+        thread.join(60)
+    assert len(seen) >= 3 and set((s[0], s[1], s[2]) for s in seen) == {("draining", False, 1)}, seen
+    assert not [s for s in seen if [n for url, n in s[3] if n]], "/get_loads reported the draining worker's request"
+    assert live.wait_for(lambda: fleet.a.url not in [w["url"] for w in fleet.workers()], 30)
+    assert sorted(r["status"] for r in slow_results) == [200, 200]
+
+
+def test_an_unreadable_worker_load_changes_nothing(fresh):
+    fleet = fresh
+    rc, result, output, wall = fleet.run({"worker_url": fleet.a.url, "state": "absent",
+                                          "worker_load_source": "metrics"})
+    assert rc == 1 and result["changed"] is False, result
+    assert "answered 404" in result["msg"] and "without --enable-metrics" in result["msg"], result
+    assert "nothing was changed" in result["msg"]
+    assert fleet.healthy_urls() == sorted([fleet.a.url, fleet.b.url])
+
+
 # --- (2) never the last healthy worker ---------------------------------------------------------------------------
 
 def test_removing_the_last_healthy_worker_is_refused_and_changes_nothing(fresh):
