@@ -577,8 +577,8 @@ class WorkerChange(object):
         elif engine_problem:
             still = "the gateway no longer lists it, but its own load cannot be read: %s" % engine_problem
         else:
-            still = "the gateway no longer lists it, but %d request(s) are still running or waiting on the worker " \
-                    "(sent by another client or gateway)" % engine
+            still = "the gateway no longer lists it, but %s request(s) are still running or waiting on the worker " \
+                    "(sent by another client or gateway)" % _count(engine)
         msg = "%s was not drained within drain_timeout=%s s: %s" % (url, _seconds(p["drain_timeout"]), still)
         if p["drain_timeout_action"] == "continue":
             self.warnings.append(msg)
@@ -659,7 +659,7 @@ class WorkerChange(object):
         if result["healthy"]:
             raise Outcome("%s is registered (id %s) and healthy after %.1f s; the gateway routes to it (%d healthy "
                           "worker(s))" % (url, result["worker_id"], result["wait_seconds"],
-                                          result["healthy_workers"]), result, warnings=self.warnings)
+                                          result["healthy_workers"] or 0), result, warnings=self.warnings)
         raise Outcome("%s did not become healthy in the gateway within healthy_timeout=%s s (%s)%s"
                       % (url, _seconds(p["healthy_timeout"]), last,
                          "; the gateway keeps the registration (id %s) and adds the worker once it answers"

@@ -167,7 +167,7 @@ def test_slow_generation_load_endpoints_and_drain_on_sigterm(standin):
         results.append(get(proc.url, "/generate", key=key, timeout=30,
                            data={"text": "x", "sampling_params": {"max_new_tokens": 20, "ignore_eos": True}}))
 
-    threads = [threading.Thread(target=slow) for _ in range(2)]
+    threads = [threading.Thread(target=slow) for dummy in range(2)]
     started = time.monotonic()
     for thread in threads:
         thread.start()

@@ -424,7 +424,7 @@ def test_context_fetcher_maps_errors_like_fetch_url(monkeypatch, error, status, 
 def test_context_fetcher_http_error_keeps_body(monkeypatch):
     def fake_open(self, *args, **kwargs):
         raise http_client.urllib.error.HTTPError(URL, 503, "Service Unavailable", {"Content-Type": "text/plain"},
-                                         io.BytesIO(b"warming up"))
+                                                 io.BytesIO(b"warming up"))
 
     monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})
@@ -489,8 +489,8 @@ def test_fetcher_use_proxy_false_stays_false(monkeypatch):
 
 def test_fetcher_returns_a_redirect_unread_with_its_location(monkeypatch):
     def fake_open(self, *args, **kwargs):
-        raise http_client.urllib.error.HTTPError("http://other:2/x", 302, "Found", {"Location": "http://a:b@other:2/x"},
-                                         io.BytesIO(b"moved"))
+        raise http_client.urllib.error.HTTPError("http://other:2/x", 302, "Found",
+                                                 {"Location": "http://a:b@other:2/x"}, io.BytesIO(b"moved"))
 
     monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})

@@ -35,6 +35,7 @@ crash, request) with a wall-clock timestamp, for tests and the benchmark.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -80,7 +81,7 @@ class Timings(object):
         self.warmup = float(overrides.get("standin_warmup_seconds", _env_float("LLMSERVE_STANDIN_WARMUP_SECONDS", 2.0)))
         self.health = float(overrides.get("standin_health_seconds", _env_float("LLMSERVE_STANDIN_HEALTH_SECONDS", 1.0)))
         self.token = float(overrides.get("standin_token_seconds", _env_float("LLMSERVE_STANDIN_TOKEN_SECONDS", 0.0)))
-        if not self.token >= 0:
+        if math.isnan(self.token) or self.token < 0:
             raise SystemExit("LLMSERVE_STANDIN_TOKEN_SECONDS must be 0 or more seconds, got %r" % self.token)
         fail = os.environ.get("LLMSERVE_STANDIN_FAIL", "").strip().lower()
         if overrides.get("standin_fail_warmup"):
