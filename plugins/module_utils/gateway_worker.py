@@ -40,10 +40,12 @@ import time
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait import (
     NO_CONNECTION,
+    REDACTED,
     Deadline,
     clean_text,
     decode_json_body,
     describe_status,
+    mask_userinfo,
     redact_text,
 )
 
@@ -265,25 +267,37 @@ def parse_metrics(text):
 
 # --- HTTP -------------------------------------------------------------------------------------------------------
 
-def _answer_text(answer, limit=300):
+def mask_secrets(text, secrets):
+    """``text`` with every literal secret (longest first) and URL userinfo masked; for the module's own sentences,
+    which the pattern-based masking of endpoint_wait.redact_text would garble (it masks the word after "token:")."""
+    if not isinstance(text, str):
+        return text
+    for secret in sorted(set(s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return mask_userinfo(text)
+
+
+def _answer_text(answer, secrets=(), limit=300):
+    """The server's body as one cleaned line: control characters escaped, the known secrets and anything that
+    looks like one (``api_key=...``, ``Authorization: Bearer ...``) masked."""
     body = answer.get("body")
     if isinstance(body, bytes):
         body = body.decode("utf-8", "replace")
-    return clean_text(body or "", limit)
+    return clean_text(redact_text(body or "", secrets), limit)
 
 
-def _failed(what, answer):
+def _failed(what, answer, secrets=()):
     if answer.get("status", NO_CONNECTION) == NO_CONNECTION:
         return "%s got no answer: %s" % (what, answer.get("msg") or "no connection")
-    return "%s answered %s" % (what, describe_answer(answer))
+    return "%s answered %s" % (what, describe_answer(answer, secrets))
 
 
-def describe_answer(answer):
+def describe_answer(answer, secrets=()):
     """``401 (Unauthorized): Invalid authentication token`` and the like, from one answer of the client."""
     status = answer.get("status", NO_CONNECTION)
     if status == NO_CONNECTION:
         return "no answer (%s)" % (answer.get("msg") or "no connection")
-    detail = answer.get("reason") or answer.get("body_problem") or _answer_text(answer)
+    detail = answer.get("reason") or answer.get("body_problem") or _answer_text(answer, secrets)
     return "%s%s" % (describe_status(status), ": %s" % detail if detail else "")
 
 
@@ -306,7 +320,7 @@ class GatewayApi(object):
         self.load_source_used = None
 
     def _clean(self, text):
-        return redact_text(text, self.secrets)
+        return mask_secrets(text, self.secrets)
 
     def _call(self, method, url, timeout, key, body=None):
         headers = {"Accept": "application/json"}
@@ -327,20 +341,20 @@ class GatewayApi(object):
         if status in (401, 403):
             raise GatewayError(self._clean(
                 "%s answered %s: the gateway refused the control-plane key; set admin_api_key to an admin key of its "
-                "--control-plane-api-keys (sent as 'Authorization: Bearer <key>')" % (what, describe_answer(answer))),
+                "--control-plane-api-keys (sent as 'Authorization: Bearer <key>')" % (what, describe_answer(answer, self.secrets))),
                 status=status, fatal=True)
         if 300 <= status < 400:
             raise GatewayError(self._clean("%s answered %s; give gateway_url as the gateway's own address"
-                                           % (what, describe_answer(answer))), status=status, fatal=True)
+                                           % (what, describe_answer(answer, self.secrets))), status=status, fatal=True)
         if status not in ok:
-            raise GatewayError(self._clean(_failed(what, answer)), status=status, fatal=status in (404, 405))
+            raise GatewayError(self._clean(_failed(what, answer, self.secrets)), status=status, fatal=status in (404, 405))
         if answer.get("body_problem"):
             raise GatewayError(self._clean("%s answered %s but %s" % (what, describe_status(status),
                                                                       answer["body_problem"])), status=status)
         data, problem = decode_json_body(answer.get("body"), answer.get("content_type"))
         if data is None and status == 200:
             raise GatewayError(self._clean("%s answered 200 but %s" % (what, problem)), status=status)
-        return status, (data if data is not None else _answer_text(answer))
+        return status, (data if data is not None else _answer_text(answer, self.secrets))
 
     def list_workers(self, timeout):
         return parse_workers(self._gateway("GET", "/workers", timeout)[1])
@@ -399,14 +413,14 @@ class GatewayApi(object):
         if status in (401, 403):
             return None, self._clean("%s answered %s: set worker_api_key to the worker's --api-key (or "
                                      "worker_load_source to metrics, which needs --enable-metrics, or none)"
-                                     % (what, describe_answer(answer))), True
+                                     % (what, describe_answer(answer, self.secrets))), True
         if status == 404:
             hint = ("the worker runs without --enable-metrics" if source == "metrics"
                     else "this SGLang has no /v1/loads")
             return None, self._clean("%s answered 404 (%s); choose another worker_load_source (none: trust the "
                                      "gateway's count alone)" % (what, hint)), True
         if status != 200:
-            return None, self._clean(_failed(what, answer)), False
+            return None, self._clean(_failed(what, answer, self.secrets)), False
         if answer.get("body_problem"):
             return None, self._clean("%s: %s" % (what, answer["body_problem"])), False
         try:
@@ -679,8 +693,9 @@ class WorkerChange(object):
         job = entry.get("job_status") if isinstance(entry.get("job_status"), dict) else {}
         text = "status %s" % clean_text(str(entry.get("status")), 40)
         if job:
+            message = redact_text(str(job["message"]), getattr(self.api, "secrets", ())) if job.get("message") else ""
             text += ", job %s %s%s" % (clean_text(str(job.get("job_type")), 40), clean_text(str(job.get("status")), 40),
-                                       ": %s" % clean_text(str(job["message"]), 300) if job.get("message") else "")
+                                       ": %s" % clean_text(message, 300) if message else "")
         return text, 0
 
 

@@ -293,11 +293,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait import (
-    is_finite_positive,
-    redact,
-    redact_text,
-)
+from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait import is_finite_positive, redact
 from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_worker import (
     WORKER_LOAD_SOURCES,
     GatewayApi,
@@ -305,6 +301,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_worker imp
     UrlError,
     WorkerChange,
     canonical_url,
+    mask_secrets,
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import ContextFetcher, HardenedClient
 
@@ -375,17 +372,18 @@ def main():
     module.no_log_values.update(secrets)
 
     def finish(outcome):
+        # the module's own sentences get the literal keys masked; what came from servers was masked on arrival
         result = redact(dict(outcome.result), secrets)
         for warning in outcome.warnings:
-            module.warn(redact_text(warning, secrets))
-        result["msg"] = redact_text(outcome.msg, secrets)
+            module.warn(mask_secrets(warning, secrets))
+        result["msg"] = mask_secrets(outcome.msg, secrets)
         if outcome.failed:
             module.fail_json(**result)
         module.exit_json(**result)
 
     error, urls = validate_params(p)
     if error:
-        module.fail_json(msg=redact_text(error, secrets), changed=False)
+        module.fail_json(msg=mask_secrets(error, secrets), changed=False)
     params = dict(p, **urls)
     client = HardenedClient(module, build_fetcher(module), p["max_body_bytes"])
     api = GatewayApi(client, urls["gateway_url"], p["admin_api_key"], urls["worker_load_url"], p["worker_api_key"],

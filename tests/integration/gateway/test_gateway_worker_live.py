@@ -319,7 +319,9 @@ def test_wrong_admin_key_fails_clearly_without_a_key_in_the_output(fresh, key):
     for state in ("absent", "present"):
         rc, result, output, wall = fleet.run({"worker_url": fleet.a.url, "state": state, "admin_api_key": key})
         assert rc == 1 and result["changed"] is False, result
-        assert "answered 401" in result["msg"] and "admin_api_key" in result["msg"], result
+        assert "answered 401 (Unauthorized): Invalid authentication token: the gateway refused the control-plane " \
+               "key; set admin_api_key" in result["msg"], result
+        assert result["msg"].endswith("(sent as 'Authorization: Bearer <key>')"), result["msg"]
         for secret in (key, ADMIN_KEY, WORKER_KEY):
             assert secret not in output
     assert fleet.healthy_urls() == sorted([fleet.a.url, fleet.b.url])

@@ -269,6 +269,21 @@ def test_api_errors(status, fatal, words):
         api.list_workers(5)
     assert exc.value.fatal is fatal and words in exc.value.message, exc.value.message
     assert ADMIN not in exc.value.message and WKEY not in exc.value.message
+    if status in (401, 403):  # the module's own sentence stays readable; the echoed keys are masked
+        assert exc.value.message.endswith("(sent as 'Authorization: Bearer <key>')"), exc.value.message
+        assert "echo Bearer ******** and ********" in exc.value.message
+
+
+def test_server_text_is_masked_by_pattern_and_the_modules_words_are_not():
+    api, dummy = api_for(lambda *a: (500, b'{"detail": "token: abc123 api_key=zzz9 \x1b[31m"}'))
+    with pytest.raises(gw.GatewayError) as exc:
+        api.list_workers(5)
+    message = exc.value.message
+    assert "abc123" not in message and "zzz9" not in message and "\x1b" not in message, message
+    assert message.startswith("GET http://gw:8000/workers answered 500 (Internal Server Error): ")
+    assert gw.mask_secrets("token: the gateway; Authorization: Bearer <key>; k=%s" % ADMIN, [ADMIN]) == \
+        "token: the gateway; Authorization: Bearer <key>; k=********"
+    assert gw.mask_secrets("http://u:p@h/ x", []) == "http://********@h/ x"
 
 
 def test_api_bad_bodies():

@@ -122,8 +122,12 @@ def test_absent_then_present_over_http(monkeypatch):
 def test_wrong_admin_key_over_http(monkeypatch):
     fetch = SmgFetch([worker(A, "w-a"), worker(B, "w-b")])
     out = run_module(monkeypatch, {"state": "absent", "admin_api_key": "not-the-key-123"}, fetch)
-    assert isinstance(out, FailJson) and "answered 401 (Unauthorized): Invalid authentication token" in out.result["msg"]
-    assert "set admin_api_key" in out.result["msg"] and "not-the-key-123" not in json.dumps(out.result)
+    assert isinstance(out, FailJson)
+    assert out.result["msg"] == (
+        "GET http://127.0.0.1:8000/workers answered 401 (Unauthorized): Invalid authentication token: the gateway "
+        "refused the control-plane key; set admin_api_key to an admin key of its --control-plane-api-keys "
+        "(sent as 'Authorization: Bearer <key>')")
+    assert "not-the-key-123" not in json.dumps(out.result)
 
 
 def test_check_mode_over_http_sends_no_change(monkeypatch):
