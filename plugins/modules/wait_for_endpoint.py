@@ -404,38 +404,35 @@ msg:
   sample: "http://127.0.0.1:30000/ready answered 200 (OK) after 40.85 s (163 requests: -1 x121 -> 503 x41 -> 200 x1)"
 """
 
-import http.client
-import inspect
 import json
 import traceback
-import urllib.error
 from urllib.parse import unquote, urlsplit
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
-from ansible.module_utils import urls
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait import (
     FAIL,
     NO_CONNECTION,
     READY,
-    RequestDeadline,
-    RequestWatchdog,
     UnitError,
     UnitWatcher,
     clean_text,
     describe_status,
     filter_keys,
     is_finite_positive,
-    is_local_host,
     is_secret_key,
     judge,
     mask_userinfo,
-    read_capped,
     redact,
     redact_text,
     status_hint,
     wait_for_endpoint,
+)
+from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import (
+    DEFAULT_MAX_BODY_BYTES,
+    ContextFetcher,
+    HardenedClient,
 )
 
 JMESPATH_IMPORT_ERROR = None
@@ -445,82 +442,11 @@ except ImportError:
     jmespath = None
     JMESPATH_IMPORT_ERROR = traceback.format_exc()
 
-DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 MAX_SECONDS = 7 * 24 * 3600
 
 
-def _request_takes_context():
-    try:
-        return hasattr(urls, "make_context") and "context" in inspect.signature(urls.Request.open).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def url_host(url):
-    try:
-        return urlsplit(url).hostname
-    except ValueError:
-        return None
-
-
-class ContextFetcher(object):
-    """One request through ``ansible.module_utils.urls.Request``, with the TLS context built once per run.
-
-    ``fetch_url`` builds a new SSL context and loads the system CA store for every request, even for
-    plain http (about 25 ms of CPU each); at four polls a second that would be most of the module's
-    cost. Returns ``(response, info)`` like ``fetch_url``, with errors mapped the same way (status -1
-    without an HTTP answer), but it never reads a body: on an error status the response is the
-    ``HTTPError``, and the caller reads its body with its own size cap.
-
-    Redirects are never followed, so the Authorization header only ever goes to the URL's own origin
-    and a redirect target's answer never counts; a 3xx comes back as its status with its
-    ``location``. Proxies are never used for loopback and link-local hosts, whatever the
-    environment says, so a poll of the local server (API key included) cannot go to a proxy.
-    """
-
-    def __init__(self, module):
-        p = module.params
-        self.use_proxy = p["use_proxy"]
-        self.context = None
-        options = dict(use_proxy=p["use_proxy"], validate_certs=p["validate_certs"], client_cert=p["client_cert"],
-                       client_key=p["client_key"], ca_path=p["ca_path"], http_agent="ansible-httpget",
-                       follow_redirects="none")
-        if _request_takes_context():
-            self.context = urls.make_context(cafile=p["ca_path"], validate_certs=p["validate_certs"],
-                                             client_cert=p["client_cert"], client_key=p["client_key"])
-            options["context"] = self.context
-        self.request = urls.Request(**options)
-
-    def __call__(self, module, url, data=None, headers=None, method=None, timeout=10, ca_path=None):
-        info = {"url": url, "status": -1}
-        use_proxy = self.use_proxy and not is_local_host(url_host(url))
-        try:
-            resp = self.request.open(method or "GET", url, data=data, headers=headers, timeout=timeout,
-                                     use_proxy=use_proxy)
-        except urllib.error.HTTPError as exc:
-            info.update({k.lower(): v for k, v in (exc.headers or {}).items()})
-            info.update(status=exc.code, msg="HTTP Error %s: %s" % (exc.code, clean_text(exc.reason)))
-            return (exc if exc.fp is not None else None), info
-        except urllib.error.URLError as exc:
-            info.update(status=int(getattr(exc, "code", -1) or -1), msg="Request failed: %s" % to_native(exc))
-        except http.client.BadStatusLine as exc:
-            info.update(msg="Connection failure: connection was closed before a valid response was received: %s"
-                        % to_native(exc.line))
-        except OSError as exc:
-            info.update(msg="Connection failure: %s" % to_native(exc))
-        except ValueError as exc:
-            module.fail_json(msg="cannot request %s: %s" % (mask_userinfo(url), to_native(exc)))
-        except Exception as exc:  # ansible's own ConnectionError family, http.client's errors: not yet
-            info.update(msg="Request failed: %s" % to_native(exc))
-        else:
-            info.update({k.lower(): v for k, v in resp.headers.items()})
-            info.update(status=resp.status, msg="OK (%s bytes)" % resp.headers.get("Content-Length", "unknown"))
-            return resp, info
-        info["msg"] = clean_text(info["msg"])
-        return None, info
-
-
 def build_fetcher(module):
+    """The shared client's fetcher (module_utils/http_client.py); a seam for the unit tests."""
     return ContextFetcher(module)
 
 
@@ -632,8 +558,7 @@ class EndpointWaiter(object):
         self.secrets = known_secrets(self.params)
         # Ansible masks no_log values in everything the module returns, module_args included
         module.no_log_values.update(self.secrets)
-        self.fetch = build_fetcher(module)
-        self.watchdog = None
+        self.client = HardenedClient(module, build_fetcher(module), self.params["max_body_bytes"])
         self._prepare_request()
 
     def _prepare_request(self):
@@ -676,51 +601,9 @@ class EndpointWaiter(object):
         self.module.fail_json(msg=redact_text(msg, self.secrets), **redact(result, self.secrets))
 
     def probe(self, request_timeout):
-        """One request under the watchdog: connect, headers and body share one time limit."""
-        answer = {"status": NO_CONNECTION, "msg": "", "content_type": None, "body": None}
-        held = []
-        try:
-            self.watchdog.run(request_timeout, self._exchange, request_timeout, answer, held)
-        except RequestDeadline:
-            if answer["status"] == NO_CONNECTION:
-                answer["msg"] = "Connection failure: no complete answer within %.3g s" % request_timeout
-            else:
-                answer["body"] = None
-                answer["body_problem"] = "the body was not read completely within %.3g s" % request_timeout
-        finally:
-            for resp in held:
-                try:
-                    resp.close()
-                except Exception:
-                    pass
-        return answer
-
-    def _exchange(self, request_timeout, answer, held):
-        resp, info = self.fetch(self.module, self.url, data=self.data, headers=self.headers, method=self.method,
-                                timeout=request_timeout, ca_path=self.params["ca_path"])
-        if resp is not None:
-            held.append(resp)
-        status = int(info.get("status", NO_CONNECTION))
-        answer.update(status=status, msg=clean_text(to_native(info.get("msg", ""))),
-                      content_type=info.get("content-type"))
-        if 300 <= status < 400:
-            location = info.get("location")
-            answer["reason"] = ("redirect to %s, not followed" % clean_text(mask_userinfo(to_native(location)))
-                                if location else "redirect (%s) without a Location, not followed" % status)
-        limit = self.params["max_body_bytes"]
-        try:
-            if resp is not None:
-                body, complete = read_capped(resp, limit)
-            else:
-                body = info.get("body")
-                complete = body is None or len(body) <= limit
-        except Exception as exc:  # a reset or stalled body read keeps the status but loses the body
-            answer["body_problem"] = "reading the body failed: %s" % clean_text(to_native(exc))
-            return
-        if not complete:
-            answer["body_problem"] = "the body is larger than max_body_bytes, %d bytes; it was not read" % limit
-            body = None
-        answer["body"] = body
+        """One request through the shared client: connect, headers and body share one time limit."""
+        return self.client.request(self.method, self.url, data=self.data, headers=self.headers,
+                                   timeout=request_timeout)
 
     def json_check(self, data):
         if data is None:
@@ -759,16 +642,14 @@ class EndpointWaiter(object):
     def run(self):
         p = self.params
         json_check = self.json_check if self.json_expr is not None else None
-        self.watchdog = RequestWatchdog()
         try:
-            result = wait_for_endpoint(
-                self.probe, timeout=p["timeout"], interval=p["interval"], request_timeout=p["request_timeout"],
-                success_codes=p["status_code"], fail_codes=p["fail_status_code"], consecutive=p["consecutive"],
-                json_check=json_check, unit_watcher=self.watcher, url=self.display_url)
+            with self.client:
+                result = wait_for_endpoint(
+                    self.probe, timeout=p["timeout"], interval=p["interval"], request_timeout=p["request_timeout"],
+                    success_codes=p["status_code"], fail_codes=p["fail_status_code"], consecutive=p["consecutive"],
+                    json_check=json_check, unit_watcher=self.watcher, url=self.display_url)
         except UnitError as exc:
             self.fail(to_native(exc), ready=False)
-        finally:
-            self.watchdog.close()
         self.finish(result)
 
     def check_mode(self):
@@ -779,11 +660,8 @@ class EndpointWaiter(object):
                              % self.display_url)
             result["changed"] = False
             self.module.exit_json(**result)
-        self.watchdog = RequestWatchdog()
-        try:
+        with self.client:
             answer = self.probe(min(p["request_timeout"], p["timeout"]))
-        finally:
-            self.watchdog.close()
         status = answer["status"]
         json_check = self.json_check if self.json_expr is not None else None
         data, verdict, reason = judge(answer, p["status_code"], p["fail_status_code"], json_check)

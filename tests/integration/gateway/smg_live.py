@@ -126,9 +126,10 @@ def wait_for(predicate, timeout, every=0.2):
 
 
 class StandinWorker(object):
-    """One SGLang stand-in (tests/standin), with an API key unless ``api_key`` is empty, ready at once."""
+    """One SGLang stand-in (tests/standin), with an API key unless ``api_key`` is empty, ready at once; ``extra_env``
+    adds stand-in settings (e.g. ``LLMSERVE_STANDIN_TOKEN_SECONDS``)."""
 
-    def __init__(self, tmp, index, api_key, host="127.0.0.1"):
+    def __init__(self, tmp, index, api_key, host="127.0.0.1", extra_env=None):
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.host = host
         self.port = free_port(family, host)
@@ -137,6 +138,7 @@ class StandinWorker(object):
         env = dict(os.environ, PYTHONPATH=STANDIN_SRC, LLMSERVE_STANDIN_LOAD_SECONDS="0",
                    LLMSERVE_STANDIN_WARMUP_SECONDS="0", LLMSERVE_STANDIN_HEALTH_SECONDS="0.05",
                    LLMSERVE_STANDIN_EVENT_LOG=self.events)
+        env.update(extra_env or {})
         env.pop("PYTHONHOME", None)
         argv = ["python3", "-m", "sglang.launch_server", "--model-path", "standin-model", "--host", host,
                 "--port", str(self.port)] + (["--api-key", api_key] if api_key else [])

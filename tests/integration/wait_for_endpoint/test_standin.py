@@ -14,9 +14,11 @@ import importlib.util
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -129,6 +131,61 @@ def test_api_key_endpoints_and_speculative_resolution(standin, run_module):
                      "json_query": "speculative_algorithm == 'EAGLE'"})
     assert ok.rc == 0, ok
     assert ok.result["json"]["api_key"] == "********" and "sk-test-1" not in json.dumps(ok.result)
+
+
+def _running(proc, key):
+    status, body = get(proc.url, "/v1/loads?include=core", key=key)
+    assert status == 200, body
+    return json.loads(body)["loads"][0]["num_running_reqs"]
+
+
+def test_slow_generation_load_endpoints_and_drain_on_sigterm(standin):
+    """ignore_eos makes the stand-in decode the whole max_new_tokens at LLMSERVE_STANDIN_TOKEN_SECONDS a token; the
+    requests being generated are its load (/v1/loads, sglang:num_running_reqs); SIGTERM waits for them."""
+    key = "sk-load-1"
+    proc = standin(["--model-path", "/m", "--api-key", key, "--skip-server-warmup", "--enable-metrics"],
+                   LLMSERVE_STANDIN_LOAD_SECONDS="0.2", LLMSERVE_STANDIN_TOKEN_SECONDS="0.1")
+    wait_listening(proc)
+    # without ignore_eos the made-up model stops after " Paris." (2 tokens), so a large max_tokens stays quick
+    start = time.monotonic()
+    status, body = get(proc.url, "/v1/chat/completions", key=key,
+                       data={"model": "/m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 500})
+    assert status == 200 and json.loads(body)["usage"]["completion_tokens"] == 2
+    assert time.monotonic() - start < 1.5
+    assert get(proc.url, "/generate", key=key, data={"text": "x", "sampling_params": {"max_new_tokens": -1}})[0] == 400
+    assert get(proc.url, "/v1/loads")[0] == 401  # not on SGLang's list of paths without the key
+    assert _running(proc, key) == 0
+    status, body = get(proc.url, "/v1/loads?include=bogus", key=key)
+    assert status == 400 and "Invalid include sections" in json.loads(body)["detail"]
+    status, body = get(proc.url, "/v1/loads", key=key)
+    full = json.loads(body)
+    assert full["version"] == "0.5.23+llmserve.standin" and {"memory", "queues", "disaggregation"} <= set(full["loads"][0])
+
+    results = []
+
+    def slow():
+        results.append(get(proc.url, "/generate", key=key, timeout=30,
+                           data={"text": "x", "sampling_params": {"max_new_tokens": 20, "ignore_eos": True}}))
+
+    threads = [threading.Thread(target=slow) for dummy in range(2)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 1.5
+    while _running(proc, key) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _running(proc, key) == 2
+    status, body = get(proc.url, "/metrics")
+    assert status == 200 and re.search(r'^sglang:num_running_reqs\{[^}]*model_name="/m"[^}]*\} 2\.0$', body.decode(), re.M)
+    proc.proc.send_signal(signal.SIGTERM)  # SGLang drains before it stops
+    assert get(proc.url, "/ready")[0] == 503
+    for thread in threads:
+        thread.join(30)
+    assert sorted(r[0] for r in results) == [200, 200]
+    meta = json.loads(results[0][1])["meta_info"]
+    assert meta["completion_tokens"] == 20 and time.monotonic() - started >= 1.9
+    rc, out = proc.wait(timeout=10)
+    assert rc == 0 and "Gracefully exiting... Remaining number of requests 2." in out, out[-2000:]
 
 
 @pytest.mark.parametrize("how", ["env", "override"])

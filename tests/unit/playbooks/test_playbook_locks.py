@@ -79,8 +79,10 @@ SCENARIOS = {
 
 
 def play_vars(playbook, overrides, index=0):
-    play = load("playbooks", playbook)[index]
-    variables = role_defaults()
+    """The ``index``-th play of ``playbook`` that takes the lock (imported plays have no tasks of their own)."""
+    play = [p for p in load("playbooks", playbook) if any(LOCK in t for t in flatten(p.get("tasks", [])))][index]
+    variables = {"groups": {"sglang_gateways": []}}
+    variables.update(role_defaults())
     variables.update(play.get("vars", {}))
     variables.update(overrides)
     return play, variables
@@ -184,6 +186,10 @@ def test_restart_and_rollback_leases_outlast_their_waits(scenario):
     take = lock_tasks(play)[0]
     assert lease(take, variables) >= (variables["sglang_server_timeout_stop_sec"]
                                       + timeouts("sglang_server", "verify.yml", variables=variables) + margin - 30)
+    # with two gateways, each one's drain and re-registration wait comes on top
+    gateways = dict(variables, groups={"sglang_gateways": ["gw1", "gw2"]}, sglang_gateway_drain_timeout=900,
+                    sglang_gateway_healthy_timeout=400)
+    assert lease(take, gateways) >= lease(take, variables) + 2 * (900 + 400)
     play, variables = play_vars("rollback.yml", SCENARIOS[scenario])
     take = lock_tasks(play)[0]
     assert lease(take, variables) >= (variables["sglang_server_timeout_stop_sec"]

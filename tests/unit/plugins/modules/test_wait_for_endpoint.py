@@ -14,6 +14,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import endpoint_wait
+from ansible_collections.llmserve.sglang.plugins.module_utils import http_client
 from ansible_collections.llmserve.sglang.plugins.modules import wait_for_endpoint as wfe
 from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.module_exits import ExitJson, FailJson, patch_exits
 
@@ -384,14 +385,14 @@ def _module_for(monkeypatch, args):
 
 def test_context_fetcher_builds_the_tls_context_once(monkeypatch):
     made = []
-    monkeypatch.setattr(wfe.urls, "make_context", lambda **kw: made.append(kw) or object())
+    monkeypatch.setattr(http_client.urls, "make_context", lambda **kw: made.append(kw) or object())
     calls = []
 
     def fake_open(self, method, url, data=None, headers=None, timeout=None, context=None, **kwargs):
         calls.append((method, url, data, headers, timeout, self.context))
         return _Resp()
 
-    monkeypatch.setattr(wfe.urls.Request, "open", fake_open)
+    monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL, "validate_certs": False, "ca_path": "/ca.pem"})
     fetcher = wfe.build_fetcher(module)
     assert isinstance(fetcher, wfe.ContextFetcher)
@@ -404,17 +405,17 @@ def test_context_fetcher_builds_the_tls_context_once(monkeypatch):
 
 
 @pytest.mark.parametrize("error,status,msg", [
-    (wfe.urllib.error.URLError(ConnectionRefusedError(111, "Connection refused")), -1, "Request failed"),
+    (http_client.urllib.error.URLError(ConnectionRefusedError(111, "Connection refused")), -1, "Request failed"),
     (TimeoutError("timed out"), -1, "Connection failure: timed out"),
     (ConnectionResetError(104, "reset"), -1, "Connection failure"),
-    (wfe.http.client.BadStatusLine("garbage"), -1, "closed before a valid response"),
-    (wfe.urls.SSLValidationError("bad cert"), -1, "Request failed: bad cert"),
+    (http_client.http.client.BadStatusLine("garbage"), -1, "closed before a valid response"),
+    (http_client.urls.SSLValidationError("bad cert"), -1, "Request failed: bad cert"),
 ])
 def test_context_fetcher_maps_errors_like_fetch_url(monkeypatch, error, status, msg):
     def fake_open(self, *args, **kwargs):
         raise error
 
-    monkeypatch.setattr(wfe.urls.Request, "open", fake_open)
+    monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})
     resp, info = wfe.ContextFetcher(module)(module, URL, timeout=1)
     assert resp is None and info["status"] == status and msg in info["msg"]
@@ -422,10 +423,10 @@ def test_context_fetcher_maps_errors_like_fetch_url(monkeypatch, error, status, 
 
 def test_context_fetcher_http_error_keeps_body(monkeypatch):
     def fake_open(self, *args, **kwargs):
-        raise wfe.urllib.error.HTTPError(URL, 503, "Service Unavailable", {"Content-Type": "text/plain"},
-                                         io.BytesIO(b"warming up"))
+        raise http_client.urllib.error.HTTPError(URL, 503, "Service Unavailable", {"Content-Type": "text/plain"},
+                                                 io.BytesIO(b"warming up"))
 
-    monkeypatch.setattr(wfe.urls.Request, "open", fake_open)
+    monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})
     resp, info = wfe.ContextFetcher(module)(module, URL, timeout=1)
     # the body is left to the caller, who reads it with the max_body_bytes cap
@@ -437,7 +438,7 @@ def test_context_fetcher_bad_url_fails(monkeypatch):
     def fake_open(self, *args, **kwargs):
         raise ValueError("unknown url type")
 
-    monkeypatch.setattr(wfe.urls.Request, "open", fake_open)
+    monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})
     with pytest.raises(FailJson) as exc:
         wfe.ContextFetcher(module)(module, URL, timeout=1)
@@ -447,7 +448,7 @@ def test_context_fetcher_bad_url_fails(monkeypatch):
 def test_build_fetcher_without_prebuilt_context(monkeypatch):
     # where urls.Request takes no context the same fetcher is used (never fetch_url, which reads
     # error bodies without a cap and follows redirects)
-    monkeypatch.setattr(wfe, "_request_takes_context", lambda: False)
+    monkeypatch.setattr(http_client, "_request_takes_context", lambda: False)
     fetcher = wfe.build_fetcher(_module_for(monkeypatch, {"url": URL}))
     assert isinstance(fetcher, wfe.ContextFetcher) and fetcher.context is None
     assert fetcher.request.follow_redirects == "none"
@@ -462,7 +463,7 @@ def _loopback_open(monkeypatch):
         calls.append(dict(kwargs, url=url, follow_redirects=self.follow_redirects))
         return _Resp()
 
-    monkeypatch.setattr(wfe.urls.Request, "open", fake_open)
+    monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     return calls
 
 
@@ -488,10 +489,10 @@ def test_fetcher_use_proxy_false_stays_false(monkeypatch):
 
 def test_fetcher_returns_a_redirect_unread_with_its_location(monkeypatch):
     def fake_open(self, *args, **kwargs):
-        raise wfe.urllib.error.HTTPError("http://other:2/x", 302, "Found", {"Location": "http://a:b@other:2/x"},
-                                         io.BytesIO(b"moved"))
+        raise http_client.urllib.error.HTTPError("http://other:2/x", 302, "Found",
+                                                 {"Location": "http://a:b@other:2/x"}, io.BytesIO(b"moved"))
 
-    monkeypatch.setattr(wfe.urls.Request, "open", fake_open)
+    monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})
     resp, info = wfe.ContextFetcher(module)(module, URL, timeout=1)
     assert info["status"] == 302 and info["location"] == "http://a:b@other:2/x" and resp.read() == b"moved"

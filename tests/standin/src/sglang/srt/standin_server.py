@@ -19,6 +19,15 @@ process, as SGLang does.  ``LLMSERVE_STANDIN_FAIL=load`` dies the same way while
 ``--skip-server-warmup`` skips phase 2.  ``--api-key`` protects every path except
 ``/health*``, ``/ready*`` and ``/metrics*`` (401 without ``Authorization: Bearer <key>``).
 
+Generation: the made-up model answers " Paris." (two tokens, then EOS; fewer with a smaller ``max_new_tokens`` /
+``max_tokens``); with SGLang's ``ignore_eos`` (in ``sampling_params`` for ``/generate``, top-level on the OpenAI
+routes) it decodes the whole ``max_new_tokens`` / ``max_completion_tokens`` / ``max_tokens`` (128 when unset). Each
+token takes ``LLMSERVE_STANDIN_TOKEN_SECONDS`` (default 0, or ``standin_token_seconds`` in
+``--json-model-override-args``), so a test can keep a request running on the worker. The requests being
+generated are its load: ``GET /v1/loads`` (SGLang's load snapshot, ``num_running_reqs`` per DP rank; it needs the
+API key) and ``sglang:num_running_reqs`` on ``/metrics``. SIGTERM drains them before the server stops, as SGLang
+does.
+
 ``LLMSERVE_STANDIN_EVENT_LOG=<file>`` appends one JSON line per event (start, listening, ready,
 crash, request) with a wall-clock timestamp, for tests and the benchmark.
 """
@@ -26,6 +35,7 @@ crash, request) with a wall-clock timestamp, for tests and the benchmark.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -33,7 +43,9 @@ import socketserver
 import sys
 import threading
 import time
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl
 
 from sglang._version import __version__
 
@@ -68,6 +80,9 @@ class Timings(object):
         self.load = float(overrides.get("standin_load_seconds", _env_float("LLMSERVE_STANDIN_LOAD_SECONDS", 3.0)))
         self.warmup = float(overrides.get("standin_warmup_seconds", _env_float("LLMSERVE_STANDIN_WARMUP_SECONDS", 2.0)))
         self.health = float(overrides.get("standin_health_seconds", _env_float("LLMSERVE_STANDIN_HEALTH_SECONDS", 1.0)))
+        self.token = float(overrides.get("standin_token_seconds", _env_float("LLMSERVE_STANDIN_TOKEN_SECONDS", 0.0)))
+        if math.isnan(self.token) or self.token < 0:
+            raise SystemExit("LLMSERVE_STANDIN_TOKEN_SECONDS must be 0 or more seconds, got %r" % self.token)
         fail = os.environ.get("LLMSERVE_STANDIN_FAIL", "").strip().lower()
         if overrides.get("standin_fail_warmup"):
             fail = "warmup"
@@ -121,6 +136,8 @@ class StandinServer(object):
         self.model_config = _model_config(server_args.model_path or "")
         self.created = int(time.time())
         self.httpd = None
+        self.running_lock = threading.Lock()
+        self.running = 0  # completions being generated: the load that /v1/loads and /metrics report
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -182,8 +199,26 @@ class StandinServer(object):
 
     def _on_sigterm(self, signum, frame):
         self.gracefully_exit = True
-        log("Received sigterm; shutting down (stand-in: no requests to drain)")
-        threading.Thread(target=self.httpd.shutdown, daemon=True).start()
+        log("SIGTERM received. Draining requests and shutting down...")
+        threading.Thread(target=self._drain_then_stop, daemon=True).start()
+
+    def _drain_then_stop(self):
+        """SGLang's sigterm_watchdog: the server keeps serving until no request is left, then stops."""
+        while True:
+            remaining = self.running_count()
+            if not remaining:
+                break
+            log("Gracefully exiting... Remaining number of requests %d." % remaining)
+            time.sleep(0.1)
+        self.httpd.shutdown()
+
+    def running_count(self):
+        with self.running_lock:
+            return self.running
+
+    def track(self, delta):
+        with self.running_lock:
+            self.running += delta
 
     # --- answers ---------------------------------------------------------------------------
 
@@ -216,6 +251,63 @@ class StandinServer(object):
             "architectures": cfg.get("architectures", ["StandinForCausalLM"]),
         }
 
+    def loads(self, query):
+        """``(status, body)`` of SGLang's ``GET /v1/loads``: one load snapshot per DP rank (the stand-in has one)."""
+        include = query.get("include")
+        sections = set(part.strip() for part in include.split(",")) if include else None
+        valid = {"core", "memory", "spec", "lora", "disagg", "queues", "all"}
+        if sections is not None and not sections <= valid:
+            return 400, {"detail": "Invalid include sections: %s. Valid options: %s"
+                         % (sorted(sections - valid), sorted(valid))}
+        running = self.running_count()
+        load = {"timestamp": time.time(), "dp_rank": 0, "num_running_reqs": running, "num_waiting_reqs": 0,
+                "num_waiting_uncached_tokens": 0, "num_used_tokens": 8 * running, "num_total_tokens": 8 * running,
+                "num_active_tokens": 8 * running, "num_prealloc_ready_tokens": 0,
+                "max_total_num_tokens": self.context_length(), "max_running_requests": 48,
+                "token_usage": round(8.0 * running / self.context_length(), 6), "gen_throughput": 0.0,
+                "cache_hit_rate": 0.0, "utilization": 0.0, "total_prefill_uncached_tokens": 0,
+                "total_prefill_busy_us": 0, "decode_moments": None}
+        extra = {"memory": {"weight_gb": 0.0, "kv_cache_gb": 0.0, "graph_gb": 0.0,
+                            "token_capacity": self.context_length()},
+                 "disaggregation": {"mode": "null", "prefill_bootstrap_queue_reqs": 0,
+                                    "prefill_inflight_queue_reqs": 0, "decode_prealloc_queue_reqs": 0,
+                                    "decode_transfer_queue_reqs": 0, "decode_retracted_queue_reqs": 0,
+                                    "kv_transfer_speed_gb_s": 0.0, "kv_transfer_latency_ms": 0.0},
+                 "queues": {"waiting": 0, "grammar": 0, "paused": 0, "retracted": 0, "prealloc_ready": 0}}
+        names = {"memory": "memory", "disaggregation": "disagg", "queues": "queues"}
+        if sections != {"core"}:
+            for field, section in extra.items():
+                if sections is None or "all" in sections or names[field] in sections:
+                    load[field] = section
+        loads = [load]
+        dp_rank = query.get("dp_rank")
+        if dp_rank is not None:
+            try:
+                loads = [load] if int(dp_rank) == 0 else []
+            except ValueError:
+                return 422, {"detail": [{"type": "int_parsing", "loc": ["query", "dp_rank"],
+                                         "msg": "Input should be a valid integer, unable to parse string as an integer",
+                                         "input": dp_rank}]}
+        if query.get("format") == "prometheus":
+            lines = []
+            for key, value in sorted(load.items()):
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "dp_rank":
+                    lines += ["# TYPE sglang_%s gauge" % key, 'sglang_%s{dp_rank="0"} %s' % (key, value)]
+            return 200, "\n".join(lines) + "\n"
+        return 200, {"timestamp": datetime.now(timezone.utc).isoformat(), "version": __version__,
+                     "accelerator": None, "num_accelerators": 1, "loads": loads}
+
+    def metrics(self):
+        """The scheduler gauges of SGLang's Prometheus text that tell its load."""
+        labels = 'engine_type="unified",model_name="%s",moe_ep_rank="0",pp_rank="0",tp_rank="0"' % self.served_name()
+        lines = ["# HELP sglang:num_running_reqs The number of running requests.",
+                 "# TYPE sglang:num_running_reqs gauge",
+                 "sglang:num_running_reqs{%s} %.1f" % (labels, self.running_count()),
+                 "# HELP sglang:num_queue_reqs The number of requests in the waiting queue.",
+                 "# TYPE sglang:num_queue_reqs gauge",
+                 "sglang:num_queue_reqs{%s} 0.0" % labels]
+        return "\n".join(lines) + "\n"
+
     def server_info(self):
         info = self.args.resolved_dict()
         info["launch_command"] = self.args.launch_command
@@ -241,6 +333,37 @@ def _masked_args(args):
     return "ServerArgs(%s)" % ", ".join("%s=%r" % kv for kv in shown.items())
 
 
+_WORDS = (" Paris", ".")
+EOS_AFTER = 2  # the made-up model ends its answer (" Paris.") with EOS after two tokens
+IGNORE_EOS_DEFAULT = 128  # SGLang's default max_new_tokens
+MAX_TOKENS = 100000
+
+
+def _requested_tokens(path, request):
+    """``(tokens, problem)``: how many tokens the stand-in decodes for the request, with SGLang's field names per
+    route: at most two (then EOS), or the whole ``max_new_tokens``/``max_tokens`` with ``ignore_eos``."""
+    if path == "/generate":
+        params = request.get("sampling_params") or {}
+        if not isinstance(params, dict):
+            return 0, "sampling_params must be an object"
+        names = ("max_new_tokens",)
+    else:
+        params = request
+        names = ("max_completion_tokens", "max_tokens")
+    limit = None
+    for name in names:
+        value = params.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+            return 0, "%s must be an integer from 0 to %d, got %r" % (name, MAX_TOKENS, value)
+        limit = value
+        break
+    if params.get("ignore_eos") is True:
+        return (IGNORE_EOS_DEFAULT if limit is None else limit), None
+    return (EOS_AFTER if limit is None else min(limit, EOS_AFTER)), None
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -263,7 +386,7 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
 
     GET_ROUTES = ("/health", "/health_generate", "/ready", "/ping", "/v1/models", "/model_info", "/get_model_info",
-                  "/server_info", "/get_server_info", "/metrics")
+                  "/server_info", "/get_server_info", "/metrics", "/v1/loads")
     POST_ROUTES = ("/generate", "/v1/chat/completions", "/v1/completions")
 
     def log_message(self, fmt, *args):  # uvicorn-like access log on stderr
@@ -322,7 +445,12 @@ class _Handler(BaseHTTPRequestHandler):
             if path in ("/server_info", "/get_server_info"):
                 return self._send(200, s.server_info())
             if path == "/metrics" and s.args.enable_metrics:
-                return self._send(200, "# stand-in metrics\nsglang:num_running_reqs 0\n", "text/plain; version=0.0.4")
+                return self._send(200, s.metrics(), "text/plain; version=0.0.4; charset=utf-8")
+            if path == "/v1/loads":
+                status, payload = s.loads(dict(parse_qsl(self.path.partition("?")[2])))
+                if isinstance(payload, str):
+                    return self._send(status, payload, "text/plain; version=0.0.4; charset=utf-8")
+                return self._send(status, payload)
         if method == "POST" and path in self.POST_ROUTES:
             return self._completion(path, body)
         if path in self.GET_ROUTES + self.POST_ROUTES and not (path == "/metrics" and not s.args.enable_metrics):
@@ -345,13 +473,21 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(400, {"error": {"message": "request body is not JSON"}})
         if not isinstance(request, dict):
             return self._send(400, {"error": {"message": "request body must be a JSON object"}})
+        tokens, problem = _requested_tokens(path, request)
+        if problem:
+            return self._send(400, {"error": {"message": problem}})
         s = self.standin
-        text = " Paris."
+        s.track(+1)
+        try:
+            time.sleep(tokens * s.timings.token)  # decoding
+        finally:
+            s.track(-1)
+        text = "".join(_WORDS[i % len(_WORDS)] for i in range(tokens))
         if path == "/generate":
             return self._send(200, {"text": text, "meta_info": {
-                "id": "standin-%d" % int(time.time() * 1000), "finish_reason": {"type": "length", "length": 2},
-                "prompt_tokens": 6, "completion_tokens": 2, "cached_tokens": 0}})
-        usage = {"prompt_tokens": 6, "completion_tokens": 2, "total_tokens": 8}
+                "id": "standin-%d" % int(time.time() * 1000), "finish_reason": {"type": "length", "length": tokens},
+                "prompt_tokens": 6, "completion_tokens": tokens, "cached_tokens": 0}})
+        usage = {"prompt_tokens": 6, "completion_tokens": tokens, "total_tokens": 6 + tokens}
         if path == "/v1/completions":
             return self._send(200, {"id": "cmpl-standin", "object": "text_completion", "created": int(time.time()),
                                     "model": s.served_name(), "usage": usage,
