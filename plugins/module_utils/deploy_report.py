@@ -5,6 +5,8 @@
 
 ``build_host_report`` takes what each stage published (``iommu_preflight_report``, the nvidia_driver facts,
 ``sglang_server_report``); a stage that did not run (tags, failure) gives ``None`` and shows as "not run".
+``gateway_states`` turns the results of taking a worker out of its gateways and putting it back
+(llmserve.sglang.gateway_worker, looped over the gateways) into the host's rows of gateway state.
 ``render_markdown`` turns a list of host reports into the Markdown file and the play output.
 """
 
@@ -24,9 +26,65 @@ def _gpu_summary(gpus):
     return ", ".join("%d x %s (%s)" % (n, name, arch) for (name, arch), n in sorted(counts.items()))
 
 
-def build_host_report(host, preflight=None, driver=None, sglang=None):
-    """Return the report dict of one host. Every argument but ``host`` may be ``None``."""
+def _loop_results(registered):
+    """The per-item results of a looped task's registered variable (none when it was skipped or not run)."""
+    if not isinstance(registered, dict):
+        return []
+    return [r for r in registered.get("results") or [] if isinstance(r, dict) and not r.get("skipped")]
+
+
+def _gateway_of(result):
+    name = result.get(result.get("ansible_loop_var") or "item")
+    return str(name) if name is not None else "?"
+
+
+def gateway_states(taken_out=None, put_back=None):
+    """One dict per gateway: where this host's worker stands in it after this run.
+
+    ``taken_out`` and ``put_back`` are the registered results of gateway_worker (state absent, then present)
+    looped over the gateways; either may be ``None`` (not run). ``state`` is ``in`` (put back and healthy),
+    ``in, unhealthy``, ``out`` (taken out, not put back: the host failed, or putting it back failed) or
+    ``untouched`` (only in the rare case of a put-back without a take-out).
+    """
+    rows = {}
+    for result in _loop_results(taken_out):
+        row = rows.setdefault(_gateway_of(result), {"state": "out"})
+        if result.get("failed"):
+            row["error"] = "taking it out: %s" % (result.get("msg") or "failed")
+        row["drained"] = result.get("drained")
+        row["drain_seconds"] = result.get("drain_seconds")
+        row["in_flight_at_removal"] = (result.get("in_flight") or {}).get("at_removal")
+    for result in _loop_results(put_back):
+        row = rows.setdefault(_gateway_of(result), {"state": "untouched"})
+        if result.get("failed"):
+            row["state"] = "out"
+            row["error"] = "putting it back: %s" % (result.get("msg") or "failed")
+            continue
+        row["state"] = "in" if result.get("healthy") else "in, unhealthy"
+        row["wait_seconds"] = result.get("wait_seconds")
+        row["healthy_workers"] = result.get("healthy_workers")
+    return [dict(gateway=name, **rows[name]) for name in sorted(rows)]
+
+
+def _gateway_text(row):
+    parts = [row.get("state") or "?"]
+    if row.get("drain_seconds") is not None:
+        parts.append("drained in %.1f s" % float(row["drain_seconds"]))
+    if row.get("wait_seconds") is not None:
+        parts.append("healthy again after %.1f s" % float(row["wait_seconds"]))
+    if row.get("error"):
+        parts.append(str(row["error"]))
+    return "%s: %s" % (row.get("gateway"), ", ".join(parts))
+
+
+def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=None):
+    """Return the report dict of one host. Every argument but ``host`` may be ``None``.
+
+    ``gateways`` is the list from ``gateway_states`` (empty or ``None``: no gateway was touched this run).
+    """
     report = {"host": host, "stages": {}}
+    if gateways:
+        report["gateways"] = list(gateways)
 
     if preflight:
         gpus = preflight.get("gpus") or []
@@ -72,6 +130,7 @@ def build_host_report(host, preflight=None, driver=None, sglang=None):
             "time_to_ready": sglang.get("time_to_ready"),
             "restarted": sglang.get("restarted"),
             "restart_pending": sglang.get("restart_pending"),
+            "metrics_url": sglang.get("metrics_url"),
             "smoke": sglang.get("smoke"),
             "p2p": sglang.get("p2p"),
         }
@@ -121,6 +180,10 @@ def host_rows(report):
         ("Time to ready", _fmt(sg.get("time_to_ready")) if sg.get("restarted") else "no restart this run"),
         ("Smoke test", _fmt(sg.get("smoke"))),
     ]
+    if sg.get("metrics_url"):
+        rows.append(("Metrics", sg["metrics_url"]))
+    if report.get("gateways"):
+        rows.append(("Gateways", "; ".join(_gateway_text(row) for row in report["gateways"])))
     if sg.get("error"):
         rows.append(("Deployment error", _fmt(sg.get("error"))))
     if sg.get("rollback_error"):
