@@ -29,7 +29,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
 help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest, build check, molecule"
 	@echo "make demo    - run playbooks/site.yml against the local demo test hosts (inventories/demo)"
-	@echo "make bench   - benchmark wait_for_endpoint against uri+until and a curl loop (stand-in and real SGLang)"
+	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), rolling restart through the gateway (fleet)"
 	@echo "make molecule S='default preflight' - run some molecule scenarios"
 	@echo "make gpu-check - on a real NVIDIA host: facts, preflight, driver, device access, P2P; one JSON verdict"
 
@@ -97,7 +97,7 @@ test: lint sanity unit build-check molecule
 demo: venv hosts fixtures wheelhouse-standin engine-assets
 	@$(RUN) bash tests/tools/demo.sh
 
-bench: venv engine-assets
+bench: venv hosts fixtures wheelhouse-standin engine-assets gateway-assets
 	@$(RUN) bash tests/bench/run.sh
 
 # On a real NVIDIA host, with the host's own Python (torch's, for the CUDA runtime); no Ansible, no network.

@@ -4,8 +4,10 @@
 """The per-host deployment report of the site playbook: one summary from the three roles' results.
 
 ``build_host_report`` takes what each stage published (``iommu_preflight_report``, the nvidia_driver facts,
-``sglang_server_report``); a stage that did not run (tags, failure) gives ``None`` and shows as "not run". The site
-playbook's plan (``sglang_plan``: what the run planned to change on the host) is kept with it.
+``sglang_server_report``); a stage that did not run (tags, failure) gives ``None`` and shows as "not run".
+``gateway_states`` turns the results of taking a worker out of its gateways and putting it back
+(llmserve.sglang.gateway_worker, looped over the gateways) into the host's rows of gateway state.
+The site playbook's plan (``sglang_plan``: what the run planned to change on the host) is kept with it.
 ``render_markdown`` turns a list of host reports into the Markdown file and the play output.
 """
 
@@ -25,9 +27,66 @@ def _gpu_summary(gpus):
     return ", ".join("%d x %s (%s)" % (n, name, arch) for (name, arch), n in sorted(counts.items()))
 
 
-def build_host_report(host, preflight=None, driver=None, sglang=None, plan=None):
-    """Return the report dict of one host. Every argument but ``host`` may be ``None``."""
+def _loop_results(registered):
+    """The per-item results of a looped task's registered variable (none when it was skipped or not run)."""
+    if not isinstance(registered, dict):
+        return []
+    return [r for r in registered.get("results") or [] if isinstance(r, dict) and not r.get("skipped")]
+
+
+def _gateway_of(result):
+    name = result.get(result.get("ansible_loop_var") or "item")
+    return str(name) if name is not None else "?"
+
+
+def gateway_states(taken_out=None, put_back=None):
+    """One dict per gateway: where this host's worker stands in it after this run.
+
+    ``taken_out`` and ``put_back`` are the registered results of gateway_worker (state absent, then present)
+    looped over the gateways; either may be ``None`` (not run). ``state`` is ``in`` (put back and healthy),
+    ``in, unhealthy``, ``out`` (taken out, not put back: the host failed, or putting it back failed) or
+    ``untouched`` (only in the rare case of a put-back without a take-out).
+    """
+    rows = {}
+    for result in _loop_results(taken_out):
+        row = rows.setdefault(_gateway_of(result), {"state": "out"})
+        if result.get("failed"):
+            row["error"] = "taking it out: %s" % (result.get("msg") or "failed")
+        row["drained"] = result.get("drained")
+        row["drain_seconds"] = result.get("drain_seconds")
+        row["in_flight_at_removal"] = (result.get("in_flight") or {}).get("at_removal")
+    for result in _loop_results(put_back):
+        row = rows.setdefault(_gateway_of(result), {"state": "untouched"})
+        if result.get("failed"):
+            row["state"] = "out"
+            row["error"] = "putting it back: %s" % (result.get("msg") or "failed")
+            continue
+        row["state"] = "in" if result.get("healthy") else "in, unhealthy"
+        row["wait_seconds"] = result.get("wait_seconds")
+        row["healthy_workers"] = result.get("healthy_workers")
+    return [dict(gateway=name, **rows[name]) for name in sorted(rows)]
+
+
+def _gateway_text(row):
+    parts = [row.get("state") or "?"]
+    if row.get("drain_seconds") is not None:
+        parts.append("drained in %.1f s" % float(row["drain_seconds"]))
+    if row.get("wait_seconds") is not None:
+        parts.append("healthy again after %.1f s" % float(row["wait_seconds"]))
+    if row.get("error"):
+        parts.append(str(row["error"]))
+    return "%s: %s" % (row.get("gateway"), ", ".join(parts))
+
+
+def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=None, plan=None):
+    """Return the report dict of one host. Every argument but ``host`` may be ``None``.
+
+    ``gateways`` is the list from ``gateway_states`` (empty or ``None``: no gateway was touched this run);
+    ``plan`` is the site playbook's ``sglang_plan``.
+    """
     report = {"host": host, "stages": {}}
+    if gateways:
+        report["gateways"] = list(gateways)
     if plan is not None:
         report["plan"] = {"changes": list(plan.get("changes") or []),
                           "restart_needed": bool(plan.get("restart_needed"))}
@@ -76,6 +135,7 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, plan=None)
             "time_to_ready": sglang.get("time_to_ready"),
             "restarted": sglang.get("restarted"),
             "restart_pending": sglang.get("restart_pending"),
+            "metrics_url": sglang.get("metrics_url"),
             "smoke": sglang.get("smoke"),
             "p2p": sglang.get("p2p"),
         }
@@ -125,6 +185,10 @@ def host_rows(report):
         ("Time to ready", _fmt(sg.get("time_to_ready")) if sg.get("restarted") else "no restart this run"),
         ("Smoke test", _fmt(sg.get("smoke"))),
     ]
+    if sg.get("metrics_url"):
+        rows.append(("Metrics", sg["metrics_url"]))
+    if report.get("gateways"):
+        rows.append(("Gateways", "; ".join(_gateway_text(row) for row in report["gateways"])))
     if "plan" in report:
         rows.append(("Planned changes", "; ".join(report["plan"]["changes"]) or "none"))
     if sg.get("error"):

@@ -731,13 +731,16 @@ def workers_check(listed, expected_urls):
     """Compare smg's ``GET /workers`` answer with the configured worker URLs.
 
     ``listed`` is the ``workers`` list of that answer (dicts with ``url``, ``is_healthy`` and ``status``).
-    Returns ``{"missing": [url], "unhealthy": [url], "extra": [url], "ok": bool}``: ``ok`` when every
-    configured URL is registered and healthy. ``extra`` (registered through the control plane, not in the
-    inventory) is reported but does not make ``ok`` false.
+    Returns ``{"missing": [url], "unhealthy": [url], "extra": [url], "states": {url: state}, "ok": bool}``:
+    ``ok`` when every configured URL is registered and healthy. ``extra`` (registered through the control plane,
+    not in the inventory) is reported but does not make ``ok`` false. ``states`` says, for every configured and
+    every extra URL, ``healthy``, ``unhealthy (<status>)``, ``not registered`` or ``extra, healthy``/``extra,
+    unhealthy (<status>)``: the workers' state in the gateway for the run report.
     """
-    result = {"missing": [], "unhealthy": [], "extra": [], "ok": False}
+    result = {"missing": [], "unhealthy": [], "extra": [], "states": {}, "ok": False}
     if not isinstance(listed, list) or not isinstance(expected_urls, (list, tuple)):
         result["missing"] = list(expected_urls) if isinstance(expected_urls, (list, tuple)) else []
+        result["states"] = {url: "not registered" for url in result["missing"]}
         return result
     seen = {}
     for item in listed:
@@ -750,8 +753,16 @@ def workers_check(listed, expected_urls):
         item = seen.get(key)
         if item is None:
             result["missing"].append(url)
+            result["states"][url] = "not registered"
         elif item.get("is_healthy") is not True:
             result["unhealthy"].append(url)
+            result["states"][url] = "unhealthy (%s)" % (item.get("status") or "no status")
+        else:
+            result["states"][url] = "healthy"
     result["extra"] = sorted(url for url in seen if url not in expected)
+    for url in result["extra"]:
+        item = seen[url]
+        result["states"][url] = "extra, " + ("healthy" if item.get("is_healthy") is True
+                                             else "unhealthy (%s)" % (item.get("status") or "no status"))
     result["ok"] = not result["missing"] and not result["unhealthy"]
     return result

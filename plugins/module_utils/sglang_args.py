@@ -293,6 +293,7 @@ class _Config(object):
         self._check_secrets()
         self._check_speculative()
         self._check_args()
+        self._check_metrics()
         self._check_env()
         self._check_p2p()
         self._check_unit()
@@ -520,6 +521,24 @@ class _Config(object):
                 self._check_secret_arg(dest, variable, raw)
                 continue
             self._check_arg_value(dest, variable, raw)
+
+    def _check_metrics(self):
+        """``metrics: true`` mounts SGLang's Prometheus endpoint (``--enable-metrics``); ``args`` may not say no."""
+        raw = self.cfg.get("metrics")
+        if raw is None:
+            return
+        if not isinstance(raw, bool):
+            self.err(self.var("metrics"), "must be a boolean, got %s" % _describe(raw),
+                     "write true to serve /metrics, false to leave it to %s" % self.var("args"))
+            return
+        if not raw:
+            return
+        if self.args.get("enable_metrics") is False:
+            self.err(self.arg_var("enable_metrics"), "is false while %s is true" % self.var("metrics"),
+                     "remove %s: %s turns the endpoint on" % (self.arg_var("enable_metrics"), self.var("metrics")))
+            return
+        self.args["enable_metrics"] = True
+        self.rendered["enable_metrics"] = []
 
     def _check_secret_arg(self, dest, variable, raw):
         """Secrets go to the --config file; their value is never repeated in a message."""

@@ -12,6 +12,10 @@
 # BENCH_NO_CRASH=1 skips the container and the crash sample. The real SGLang start-up samples use
 # $LLMSERVE_SGLANG_VENV and $LLMSERVE_SGLANG_MODEL (made by `make engine-assets`, which `make bench` runs
 # first); BENCH_NO_REAL=1 skips them. Results: reports/bench_wait.json.
+# Then the fleet (BENCH_NO_FLEET=1 skips it, about 25 minutes): `molecule test -s fleet` (one smg gateway, two
+# real SGLang CPU workers) measures a client stream through the gateway in steady state, during restart.yml and
+# during a plain restart without the drain; tests/bench/bench_fleet.py summarises it into reports/bench_fleet.json
+# (scenario log: reports/bench_fleet.log). It needs what `make molecule` needs (make bench runs those targets).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -58,4 +62,20 @@ if [ "${BENCH_NO_REAL:-0}" != 1 ]; then
   args+=(--real-venv "$LLMSERVE_SGLANG_VENV" --real-model "$LLMSERVE_SGLANG_MODEL")
 fi
 
-"$python" "$here/bench_wait.py" "${args[@]}" "$@"
+status=0
+"$python" "$here/bench_wait.py" "${args[@]}" "$@" || status=$?
+
+if [ "${BENCH_NO_FLEET:-0}" != 1 ]; then
+  echo "== fleet: molecule test -s fleet (log: reports/bench_fleet.log)"
+  mkdir -p "$root/reports"; rm -f "$root/reports/bench_fleet_raw.json"
+  if (cd "$root" && LLMSERVE_FLEET_REPORT="$root/reports/bench_fleet_raw.json" molecule test -s fleet) \
+      >"$root/reports/bench_fleet.log" 2>&1; then
+    "$python" "$here/bench_fleet.py" "$root/reports/bench_fleet_raw.json" --json "$root/reports/bench_fleet.json" \
+      || status=1
+  else
+    echo "bench: the fleet scenario failed; last lines of reports/bench_fleet.log:" >&2
+    tail -n 40 "$root/reports/bench_fleet.log" >&2
+    status=1
+  fi
+fi
+exit "$status"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Run molecule scenarios in N parallel lanes (MOLECULE_LANES, default 2): the scenarios spend most of their time
-# waiting on containers and services, so two lanes fit a 2-core machine. Scenarios are dealt out in the order
-# given (put the longest first). Prints one PASSED/FAILED line per scenario, the failed logs' tails, and the
-# closing line "molecule: N passed, N failed".
+# waiting on containers and services, so two lanes fit a 2-core machine. A lane that is free takes the next
+# scenario of the list (put the longest first: the fleet scenario then runs alone in one lane while the other works
+# through the rest). Prints one PASSED/FAILED line per scenario, the failed logs' tails, and the closing line
+# "molecule: N passed, N failed".
 #   molecule_lanes.sh LOGDIR SCENARIO...
 set -uo pipefail
 logdir=$1
@@ -10,9 +11,22 @@ shift
 lanes=${MOLECULE_LANES:-2}
 mkdir -p "$logdir"
 
+queue=$(mktemp)
+printf '%s\n' "$@" >"$queue"
+trap 'rm -f "$queue" "$queue.lock"' EXIT
+
+# the next scenario of the queue, taken under a lock so two lanes never take the same one
+next_scenario() {
+  (
+    flock 9
+    head -n 1 "$queue"
+    sed -i '1d' "$queue"
+  ) 9>"$queue.lock"
+}
+
 run_lane() {
   local s start rc
-  for s in "$@"; do
+  while s=$(next_scenario) && [ -n "$s" ]; do
     start=$SECONDS
     molecule test -s "$s" </dev/null >"$logdir/molecule-$s.log" 2>&1
     rc=$?
@@ -25,16 +39,12 @@ run_lane() {
   done
 }
 
-declare -a lane_items
-i=0
-for s in "$@"; do
-  lane_items[i % lanes]+="$s "
-  i=$((i + 1))
-done
 pids=()
 for ((l = 0; l < lanes; l++)); do
-  # shellcheck disable=SC2086  # word splitting of the lane's scenario list is intended
-  [ -n "${lane_items[l]:-}" ] && { run_lane ${lane_items[l]} & pids+=($!); }
+  run_lane &
+  pids+=($!)
+  # a moment apart, so the lanes do not build their first containers at the same instant
+  sleep 2
 done
 for p in "${pids[@]}"; do wait "$p"; done
 

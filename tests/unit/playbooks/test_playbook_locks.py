@@ -185,7 +185,7 @@ def test_restart_and_rollback_leases_outlast_their_waits(scenario):
     margin = float(variables.get("sglang_lock_lease", 300))
     take = lock_tasks(play)[0]
     assert lease(take, variables) >= (variables["sglang_server_timeout_stop_sec"]
-                                      + timeouts("sglang_server", "verify.yml", variables=variables) + margin - 30)
+                                      + timeouts("sglang_server", "verify.yml", variables=variables) + margin)
     # with two gateways, each one's drain and re-registration wait comes on top
     gateways = dict(variables, groups={"sglang_gateways": ["gw1", "gw2"]}, sglang_gateway_drain_timeout=900,
                     sglang_gateway_healthy_timeout=400)

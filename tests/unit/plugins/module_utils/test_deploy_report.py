@@ -2,6 +2,7 @@
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_report import (
     build_host_report,
+    gateway_states,
     host_rows,
     render_markdown,
     render_text,
@@ -84,3 +85,48 @@ def test_rolled_back_host_is_reported_with_both_errors():
         "h", None, None, dict(failed, state="rolled back to the last good configuration", rollback_error=None))
     assert rolled_back["stages"]["sglang"] == "rolled back to the last good configuration"
     assert "Rollback error" not in dict(host_rows(rolled_back))
+
+
+def _looped(*results):
+    """A looped task's registered variable, as gateway_out.yml / gateway_in.yml register it."""
+    return {"results": [dict(r, ansible_loop_var="__sglang_gw") for r in results]}
+
+
+def test_gateway_states_of_a_rolled_worker():
+    out = _looped({"__sglang_gw": "gw-b", "drained": True, "drain_seconds": 4.25,
+                   "in_flight": {"at_removal": {"gateway": 2, "worker": 2}, "at_end": {"gateway": 0, "worker": 0}}},
+                  {"__sglang_gw": "gw-a", "drained": True, "drain_seconds": 0.5, "in_flight": {"at_removal": None}})
+    back = _looped({"__sglang_gw": "gw-b", "healthy": True, "wait_seconds": 1.5, "healthy_workers": 2},
+                   {"__sglang_gw": "gw-a", "healthy": False, "wait_seconds": 300.0, "healthy_workers": 1,
+                    "failed": False})
+    rows = gateway_states(out, back)
+    assert [r["gateway"] for r in rows] == ["gw-a", "gw-b"]
+    assert rows[1] == {"gateway": "gw-b", "state": "in", "drained": True, "drain_seconds": 4.25,
+                       "in_flight_at_removal": {"gateway": 2, "worker": 2}, "wait_seconds": 1.5,
+                       "healthy_workers": 2}
+    assert rows[0]["state"] == "in, unhealthy"
+    report = build_host_report("w1", None, None, dict(SGLANG, metrics_url="http://10.0.0.5:30000/metrics"), rows)
+    table = dict(host_rows(report))
+    assert table["Gateways"] == ("gw-a: in, unhealthy, drained in 0.5 s, healthy again after 300.0 s; "
+                                 "gw-b: in, drained in 4.2 s, healthy again after 1.5 s")
+    assert table["Metrics"] == "http://10.0.0.5:30000/metrics"
+    assert report["sglang"]["metrics_url"] == "http://10.0.0.5:30000/metrics"
+
+
+def test_gateway_states_of_a_failed_worker_say_it_stays_out():
+    out = _looped({"__sglang_gw": "gw", "drained": True, "drain_seconds": 2.0, "in_flight": {}})
+    # the host failed: gateway_in.yml never ran
+    assert gateway_states(out, None) == [{"gateway": "gw", "state": "out", "drained": True, "drain_seconds": 2.0,
+                                          "in_flight_at_removal": None}]
+    back = _looped({"__sglang_gw": "gw", "failed": True, "msg": "not healthy after 300 s"})
+    assert gateway_states(out, back)[0]["state"] == "out"
+    assert gateway_states(out, back)[0]["error"] == "putting it back: not healthy after 300 s"
+    failed_out = _looped({"__sglang_gw": "gw", "failed": True, "msg": "only 1 healthy worker left"})
+    assert gateway_states(failed_out, None)[0]["error"] == "taking it out: only 1 healthy worker left"
+
+
+def test_no_gateway_touched_gives_no_gateway_rows():
+    skipped = {"results": [{"skipped": True, "__sglang_gw": "gw", "ansible_loop_var": "__sglang_gw"}]}
+    assert gateway_states(None, None) == [] and gateway_states(skipped, {"skipped": True}) == []
+    report = build_host_report("w1", None, None, SGLANG, [])
+    assert "gateways" not in report and "Gateways" not in dict(host_rows(report))

@@ -321,12 +321,16 @@ def test_workers_check():
     listed = [{"url": "http://10.0.0.11:30000", "is_healthy": True, "status": "ready"},
               {"url": "http://10.0.0.12:30000/", "is_healthy": False, "status": "pending"},
               {"url": "http://10.0.0.99:30000", "is_healthy": True, "status": "ready"}]
-    assert gc.workers_check(listed, expected) == {"missing": [], "unhealthy": ["http://10.0.0.12:30000"],
-                                                  "extra": ["http://10.0.0.99:30000"], "ok": False}
-    assert gc.workers_check(listed[:1], expected) == {"missing": ["http://10.0.0.12:30000"], "unhealthy": [],
-                                                      "extra": [], "ok": False}
+    assert gc.workers_check(listed, expected) == {
+        "missing": [], "unhealthy": ["http://10.0.0.12:30000"], "extra": ["http://10.0.0.99:30000"], "ok": False,
+        "states": {"http://10.0.0.11:30000": "healthy", "http://10.0.0.12:30000": "unhealthy (pending)",
+                   "http://10.0.0.99:30000": "extra, healthy"}}
+    assert gc.workers_check(listed[:1], expected) == {
+        "missing": ["http://10.0.0.12:30000"], "unhealthy": [], "extra": [], "ok": False,
+        "states": {"http://10.0.0.11:30000": "healthy", "http://10.0.0.12:30000": "not registered"}}
     healthy = copy.deepcopy(listed)
     healthy[1]["is_healthy"] = True
     assert gc.workers_check(healthy, expected)["ok"] is True  # an extra worker does not fail the check
-    assert gc.workers_check(None, expected) == {"missing": expected, "unhealthy": [], "extra": [], "ok": False}
+    assert gc.workers_check(None, expected) == {"missing": expected, "unhealthy": [], "extra": [], "ok": False,
+                                                "states": {url: "not registered" for url in expected}}
     assert gc.workers_check([{"url": 5}, "junk"], expected)["missing"] == expected

@@ -888,3 +888,33 @@ def test_config_file_secrets_must_not_look_like_options(changes, variable):
 def test_hf_token_may_start_with_a_dash():
     """It goes to the environment, not through SGLang's parser."""
     assert render_server_argv(cfg(hf_token="-hf_x"))["env_file"] == {"HF_TOKEN": "-hf_x"}
+
+
+# -- sglang_server_metrics -----------------------------------------------------------------------------
+
+
+def test_metrics_true_adds_enable_metrics_once():
+    argv = render_server_argv(cfg(metrics=True))["argv"]
+    assert argv.count("--enable-metrics") == 1
+    # the same flag given in args as well is not repeated
+    argv = render_server_argv(cfg(metrics=True, args={"enable_metrics": True}))["argv"]
+    assert argv.count("--enable-metrics") == 1
+
+
+@pytest.mark.parametrize("metrics", [False, None])
+def test_metrics_off_or_unset_leaves_args_alone(metrics):
+    assert "--enable-metrics" not in render_server_argv(cfg(metrics=metrics))["argv"]
+    assert "--enable-metrics" in render_server_argv(cfg(metrics=metrics, args={"enable_metrics": True}))["argv"]
+
+
+def test_metrics_refuses_a_contradicting_arg():
+    message = assert_error(cfg(metrics=True, args={"enable-metrics": False}),
+                           "sglang_server_args.enable-metrics", "sglang_server_metrics")
+    assert "remove" in message
+    with pytest.raises(SGLangConfigError):
+        render_server_argv(cfg(metrics=True, args={"enable_metrics": False}))
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, [True]])
+def test_metrics_must_be_a_boolean(bad):
+    assert_error(cfg(metrics=bad), "sglang_server_metrics", "boolean")

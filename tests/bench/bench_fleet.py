@@ -1,0 +1,101 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Summarise the fleet measurements of one `molecule test -s fleet` run (written by its side effect to
+$LLMSERVE_FLEET_REPORT): the same client stream (chat completions through the gateway, 4 at a time) in steady
+state, during restart.yml through the gateway (drain, restart, put back) and during a plain restart of both units
+without the drain. All three ran in the same scenario run, one after the other, on the same hosts.
+
+    python3 bench_fleet.py MEASUREMENTS.json [--json OUT.json]
+
+Prints one line per stream and the verdicts; exits 1 when a verdict fails:
+  - rollout_no_failures: the rolling restart through the gateway failed no request;
+  - rollout_not_empty / plain_not_empty: the streams really sent requests while the restarts ran;
+  - failing_config_no_failures (when measured): site.yml with a configuration that kills the first worker during
+    start-up failed no request (that worker drained out, rolled back and left out; the other served alone).
+The plain restart's failures are counted, not judged: they are what the drain saves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _ratio(value, base):
+    if value is None or not base:
+        return None
+    return round(float(value) / float(base), 2)
+
+
+def summarise(measurements):
+    steady = measurements["steady"]
+    rollout = measurements["rollout_through_gateway"]
+    plain = measurements["plain_restart_without_drain"]
+    wall = measurements.get("rollout_wall_seconds")
+    if isinstance(wall, str):  # ansible's command delta, H:MM:SS.ffffff
+        hours, minutes, seconds = wall.split(":")
+        wall = round(int(hours) * 3600 + int(minutes) * 60 + float(seconds), 1)
+    summary = {
+        "steady": {k: steady.get(k) for k in ("requests", "failed", "p50", "p99")},
+        "rollout_through_gateway": {k: rollout.get(k) for k in ("requests", "failed", "p50", "p99")},
+        "plain_restart_without_drain": {k: plain.get(k) for k in ("requests", "failed", "p50", "p99")},
+        "rollout_wall_seconds": wall,
+        "rollout_p50_vs_steady": _ratio(rollout.get("p50"), steady.get("p50")),
+        "rollout_p99_vs_steady": _ratio(rollout.get("p99"), steady.get("p99")),
+        "plain_failures_sample": [f.get("error") or f.get("status") for f in plain.get("failures") or []][:3],
+    }
+    failing = measurements.get("failing_config_rollout")
+    if failing is not None:
+        summary["failing_config_rollout"] = {k: failing.get(k) for k in ("requests", "failed", "p50", "p99")}
+    summary["verdicts"] = {
+        "rollout_no_failures": rollout.get("requests", 0) > 0 and rollout.get("failed") == 0,
+        "rollout_not_empty": rollout.get("requests", 0) > 0,
+        "plain_not_empty": plain.get("requests", 0) > 0,
+    }
+    if failing is not None:
+        summary["verdicts"]["failing_config_no_failures"] = failing.get("requests", 0) > 0 and failing.get("failed") == 0
+    return summary
+
+
+def report_lines(summary):
+    def line(name, s):
+        return "%-34s %5s requests %4s failed   p50 %6s s   p99 %6s s" % (
+            name, s["requests"], s["failed"], s["p50"], s["p99"])
+
+    out = [
+        line("steady state", summary["steady"]),
+        line("restart.yml through the gateway", summary["rollout_through_gateway"]),
+        line("plain restart, no drain", summary["plain_restart_without_drain"]),
+        "rollout wall time %s s; rollout/steady latency: p50 x%s, p99 x%s" % (
+            summary["rollout_wall_seconds"], summary["rollout_p50_vs_steady"], summary["rollout_p99_vs_steady"]),
+    ]
+    if summary["plain_failures_sample"]:
+        out.append("plain restart failures, first ones: %s" % summary["plain_failures_sample"])
+    if "failing_config_rollout" in summary:
+        out.append(line("site.yml, config dies at start-up", summary["failing_config_rollout"]))
+    for name, ok in summary["verdicts"].items():
+        out.append("%-24s %s" % (name, "PASS" if ok else "FAIL"))
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("measurements")
+    parser.add_argument("--json", help="write the summary here")
+    args = parser.parse_args(argv)
+    with open(args.measurements) as handle:
+        summary = summarise(json.load(handle))
+    print("== fleet: rolling restart through the gateway vs plain restart (one scenario run)")
+    for text in report_lines(summary):
+        print(text)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(summary, handle, indent=2)
+            handle.write("\n")
+    return 0 if all(summary["verdicts"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
