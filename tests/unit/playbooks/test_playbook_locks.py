@@ -2,7 +2,7 @@
 audit, renewed before each phase of site.yml with a lease that outlasts the phase's own timeouts (read from the
 roles' tasks, so a longer wait added there fails here), and taken again after the driver role (a reboot empties
 /run/lock). site.yml plans every host at once under the lock (and proves the unchanged ones serve), gives it back,
-except on the first batch of the rollout, and takes it again per batch of its change play."""
+and takes it again per batch of its change play, whose leases cover the gateways' drain and re-registration."""
 
 import os
 import re
@@ -104,10 +104,16 @@ def lock_steps(play):
     return steps
 
 
+def site_plays():
+    """site.yml's plan play, the imported gateway view, and the change play."""
+    plays = load("playbooks", "site.yml")
+    assert len(plays) == 3
+    return plays
+
+
 def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches():
-    plan, change = load("playbooks", "site.yml")
-    assert "serial" not in plan, "the plan play runs on every host at once"
-    assert "sglang_servers" in plan["hosts"] and "sglang_plan_change" not in plan["hosts"]
+    plan, view, change = site_plays()
+    assert plan["hosts"] == "sglang_servers" and "serial" not in plan, "the plan play runs on every host at once"
     assert plan["max_fail_percentage"] == change["max_fail_percentage"] == \
         "{{ sglang_rollout_max_fail_percentage | default(0) }}"
     assert change["serial"] == "{{ sglang_rollout_serial | default(1) }}"
@@ -116,6 +122,8 @@ def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches
     group_by = [t for t in flatten(plan["tasks"]) if "ansible.builtin.group_by" in t]
     assert len(group_by) == 1 and group_by[0]["ansible.builtin.group_by"]["key"] == "sglang_plan_change"
     assert group_by[0]["when"] == "sglang_plan.changes | length > 0" and group_by[0]["changed_when"] is False
+    # the gateways' view is known before the change play (like restart.yml)
+    assert view["ansible.builtin.import_playbook"] == "plays/gateway_view.yml"
 
 
 def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
@@ -123,29 +131,42 @@ def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
     assert lock_steps(plan) == ["lock:acquired", "iommu_preflight", "nvidia_driver:plan", "sglang_server:plan",
                                 "sglang_server:probe", "lock:released"]
     assert lock_steps(change) == ["lock:acquired", "nvidia_driver", "lock:acquired", "sglang_server", "lock:released"]
-    # a lock that was not taken is not released (it is another run's)
+    # a lock that was not taken is not released (it is another run's); every batch waits for the lock like the start
     for play, register in ((plan, "__sglang_lock_plan"), (change, "__sglang_lock_change")):
         tasks = list(flatten(play["tasks"]))
         take = [t for t in tasks if LOCK in t][0]
         release = [t for t in tasks if LOCK in t and t[LOCK].get("state") == "released"][0]
-        assert take["register"] == register
-        assert "%s is succeeded" % register in release["when"]
+        assert take["register"] == register and take[LOCK]["wait"] == "{{ sglang_lock_wait | default(1800) }}"
+        assert release["when"] == "%s is succeeded" % register
+        block = [t for t in play["tasks"] if "block" in t][0]
+        assert block["always"][-1] is release, "the release runs whatever happens in the block"
 
 
-def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
-    plan, change = load("playbooks", "site.yml")
-    tasks = list(flatten(plan["tasks"]))
-    choose = [t for t in tasks if "__sglang_keep_lock" in t.get("ansible.builtin.set_fact", {})][0]
-    release = [t for t in tasks if LOCK in t and t[LOCK].get("state") == "released"][0]
-    assert choose["run_once"] is True and tasks.index(choose) < tasks.index(release)
-    assert "inventory_hostname not in __sglang_keep_lock" in release["when"]
-    expression = choose["ansible.builtin.set_fact"]["__sglang_keep_lock"]
-    # the batches of the change play: its serial value, over the changed hosts in inventory order
-    assert "sglang_rollout_batches(sglang_rollout_serial | default(1)) | first" in expression
-    assert "[] if __sglang_rollout_stops" in expression
-    # the first batch renews the lock the plan left it; a later batch waits for it like at the start
-    take = [t for t in flatten(change["tasks"]) if LOCK in t][0]
-    assert take[LOCK]["wait"] == "{{ sglang_lock_wait | default(1800) }}"
+def test_site_drains_through_the_gateways_only_around_a_restart():
+    change = site_plays()[2]
+    block = [t for t in change["tasks"] if "block" in t][0]
+    steps = []
+    for task in block["block"]:
+        include = task.get("ansible.builtin.include_tasks", {})
+        if LOCK in task:
+            steps.append("lock")
+        elif "ansible.builtin.assert" in task:
+            steps.append("assert")
+            assert "sglang_rollout_max_unavailable" in task["ansible.builtin.assert"]["that"]
+            assert "sglang_rollout_serial" in task["ansible.builtin.assert"]["that"]
+            assert task["when"] == "__sglang_gateways | length > 0"
+        elif include:
+            steps.append(include["file"])
+            assert task["when"] == "__sglang_gateway_roll | bool"
+        else:
+            steps.append(role_of(task))
+    # out of the gateways before either role touches the host, back in only after the role proved the server
+    assert steps == ["lock", "assert", "tasks/gateway_out.yml", "nvidia_driver", "lock", "sglang_server",
+                     "tasks/gateway_in.yml"]
+    assert not any("gateway" in str(t) for t in block["always"][:-1] if "ansible.builtin.include_tasks" in t)
+    roll = change["vars"]["__sglang_gateway_roll"]
+    assert "sglang_plan.restart_needed" in roll and "__sglang_gateways | length > 0" in roll
+    assert change["vars"]["__sglang_gateways"] == "{{ groups['sglang_gateways'] | default([]) }}"
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
@@ -177,6 +198,11 @@ def test_site_leases_outlast_each_phase(scenario):
     assert retake >= install + 2 * change_vars["sglang_server_timeout_stop_sec"] + waits + margin
     if scenario == "defaults":
         assert (take, driver, retake) == (1200, 300, 4380), "the documented default leases"
+    # with two gateways: each one's drain before the driver phase, each one's wait for the host after SGLang
+    gateways = dict(change_vars, groups={"sglang_gateways": ["gw1", "gw2"]}, sglang_gateway_drain_timeout=900,
+                    sglang_gateway_healthy_timeout=400)
+    gw_driver, gw_retake = [lease(t, gateways) for t in lock_tasks(change)[:2]]
+    assert gw_driver >= driver + 2 * 900 and gw_retake >= retake + 2 * 400
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
