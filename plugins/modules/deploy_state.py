@@ -47,7 +47,7 @@ options:
         that exists must be a directory, not a symbolic link, owned by root and not writable by group or others;
         otherwise the module fails before it changes anything.
       - A part that O(directories) lists with owner V(root) and a mode closed to group and others may have the wrong
-        owner or mode: it is fixed first, and the whole path is checked again before anything is read back.
+        owner or mode; it is fixed first, and the whole path is checked again before anything is read back.
       - Parts that do not exist yet are created by O(directories) when listed there.
     type: path
   trusted_dir_name:
