@@ -16,6 +16,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_plan import (
     PlanError,
     plan_server,
+    rollout_batches,
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_args import (
     DEFAULT_PREFIX,
@@ -110,6 +111,14 @@ def sglang_deploy_plan(state, managed, candidates, staging_dir, good_dir, extra=
         raise AnsibleFilterError("sglang_deploy_plan: %s" % to_native(exc))
 
 
+def sglang_rollout_batches(hosts, serial=1):
+    """Return the batches a play with ``serial`` makes of ``hosts`` (Ansible's own rules)."""
+    try:
+        return rollout_batches(hosts, serial)
+    except PlanError as exc:
+        raise AnsibleFilterError("sglang_rollout_batches: %s" % to_native(exc))
+
+
 class FilterModule(object):
     """SGLang server configuration filters."""
 
@@ -123,4 +132,5 @@ class FilterModule(object):
             "sglang_url_path": sglang_url_path,
             "sglang_device_problems": sglang_device_problems,
             "sglang_deploy_plan": sglang_deploy_plan,
+            "sglang_rollout_batches": sglang_rollout_batches,
         }

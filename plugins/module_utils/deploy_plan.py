@@ -2,13 +2,16 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What a site run would change on a host, decided from one read of the host.
+"""What a site run would change on a host, decided from one read of the host, and the batches of its rollout.
 
 ``plan_server`` is the one place where the sglang_server role decides, from what ``llmserve.sglang.deploy_state``
 read on the host and the checksums of the files rendered on the controller, which files to stage, whether to swap
 them in, whether to restart, whether to refresh the last good copy and whether to enable the unit. The site
 playbook's plan play and the role's deployment (``deploy.yml``) both call it, so the plan and the change can not
 disagree about what "no change" means.
+
+``rollout_batches`` splits hosts into the batches Ansible makes of a play with ``serial`` (the same rules as
+``PlaybookExecutor._get_serialized_batches``), so the plan play knows which hosts the rollout takes first.
 """
 
 from __future__ import annotations
@@ -161,3 +164,44 @@ def plan_server(state, managed, candidates, staging_dir, good_dir, extra=None, s
         enable_needed=enable_needed,
     )
 
+
+def _batch_size(value, total):
+    """Ansible's ``pct_to_int``: ``'30%'`` of ``total`` (at least 1), else the integer."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            pct = int(value.strip()[:-1])
+        except ValueError:
+            raise PlanError("serial: %r is not a percentage" % value)
+        return int((pct / 100.0) * total) or 1
+    if isinstance(value, bool):
+        raise PlanError("serial: %r is not a batch size" % value)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise PlanError("serial: %r is not a batch size" % (value,))
+
+
+def rollout_batches(hosts, serial):
+    """The batches a play with ``serial`` makes of ``hosts`` (a scalar or a list of sizes/percentages; 0, an empty
+    list or None make one batch)."""
+    hosts = list(hosts or [])
+    if serial is None or serial == "":
+        sizes = []
+    elif isinstance(serial, (list, tuple)):
+        sizes = list(serial)
+    else:
+        sizes = [serial]
+    if not sizes:
+        sizes = [-1]
+    total = len(hosts)
+    batches = []
+    item = 0
+    while hosts:
+        size = _batch_size(sizes[item], total)
+        if size <= 0:
+            batches.append(hosts)
+            break
+        batches.append(hosts[:size])
+        hosts = hosts[size:]
+        item = min(item + 1, len(sizes) - 1)
+    return batches

@@ -2,7 +2,8 @@
 audit, renewed before each phase of site.yml with a lease that outlasts the phase's own timeouts (read from the
 roles' tasks, so a longer wait added there fails here), and taken again after the driver role (a reboot empties
 /run/lock). site.yml plans every host at once under the lock (and proves the unchanged ones serve), gives it back,
-and takes it again per batch of its change play, whose leases cover the gateways' drain and re-registration."""
+except on the first batch of the rollout, and takes it again per batch of its change play, whose leases cover the
+gateways' drain and re-registration."""
 
 import os
 import re
@@ -137,9 +138,24 @@ def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
         take = [t for t in tasks if LOCK in t][0]
         release = [t for t in tasks if LOCK in t and t[LOCK].get("state") == "released"][0]
         assert take["register"] == register and take[LOCK]["wait"] == "{{ sglang_lock_wait | default(1800) }}"
-        assert release["when"] == "%s is succeeded" % register
+        assert "%s is succeeded" % register in release["when"]
         block = [t for t in play["tasks"] if "block" in t][0]
         assert block["always"][-1] is release, "the release runs whatever happens in the block"
+
+
+def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
+    plan, _, change = site_plays()
+    tasks = list(flatten(plan["tasks"]))
+    choose = [t for t in tasks if "__sglang_keep_lock" in t.get("ansible.builtin.set_fact", {})][0]
+    release = [t for t in tasks if LOCK in t and t[LOCK].get("state") == "released"][0]
+    assert choose["run_once"] is True and tasks.index(choose) < tasks.index(release)
+    assert "inventory_hostname not in __sglang_keep_lock" in release["when"]
+    assert "__sglang_lock_plan is succeeded" in release["when"]
+    expression = choose["ansible.builtin.set_fact"]["__sglang_keep_lock"]
+    # the batches of the change play: its serial value, over the changed hosts in inventory order
+    assert "sglang_rollout_batches(sglang_rollout_serial | default(1)) | first" in expression
+    assert change["serial"] == "{{ sglang_rollout_serial | default(1) }}"
+    assert "[] if __sglang_rollout_stops" in expression
 
 
 def test_site_drains_through_the_gateways_only_around_a_restart():

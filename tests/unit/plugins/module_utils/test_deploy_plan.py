@@ -129,3 +129,26 @@ def test_bad_input():
         sglang_deploy_plan("not a state", MANAGED, CANDIDATES, STAGING, GOOD)
     assert sglang_deploy_plan(converged(), MANAGED, CANDIDATES, STAGING, GOOD, staged_attrs=ATTRS,
                               good_attrs=ATTRS)["changes"] == []
+
+
+@pytest.mark.parametrize("serial, batches", [
+    (1, [["a"], ["b"], ["c"], ["d"], ["e"]]),
+    ("2", [["a", "b"], ["c", "d"], ["e"]]),
+    (0, [["a", "b", "c", "d", "e"]]),
+    (None, [["a", "b", "c", "d", "e"]]),
+    ([], [["a", "b", "c", "d", "e"]]),
+    ("40%", [["a", "b"], ["c", "d"], ["e"]]),
+    ("10%", [["a"], ["b"], ["c"], ["d"], ["e"]]),  # at least one host
+    ([1, "50%", 10], [["a"], ["b", "c"], ["d", "e"]]),  # the last size repeats; 50% of all five hosts
+])
+def test_rollout_batches_follow_ansibles_serial(serial, batches):
+    from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_plan import rollout_batches
+    assert rollout_batches(["a", "b", "c", "d", "e"], serial) == batches
+
+
+def test_rollout_batches_refuse_what_is_not_a_batch_size():
+    from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_rollout_batches
+    assert sglang_rollout_batches([], 1) == []
+    for bad in ("x%", "many", True):
+        with pytest.raises(AnsibleFilterError, match="sglang_rollout_batches"):
+            sglang_rollout_batches(["a"], bad)
