@@ -299,8 +299,8 @@ def plan_file(spec):
     info = _lstat(spec.path)
     parent = os.path.dirname(spec.path)
     if not os.path.isdir(parent):
-        raise StateError("%s cannot be written: its directory %s does not exist" % (printable(spec.path),
-                                                                                   printable(parent)))
+        raise StateError("%s cannot be written: its directory %s does not exist"
+                         % (printable(spec.path), printable(parent)))
     if info is None:
         return dict(path=spec.path, exists=False, content_changed=True, changes=["created"])
     if not stat.S_ISREG(info.st_mode):

@@ -124,10 +124,10 @@ options:
     elements: path
     default: []
   user:
-    description: A user account to look up (RV(accounts.user)).
+    description: A user account to look up (the C(user) entry of RV(accounts)).
     type: str
   group:
-    description: A group to look up (RV(accounts.group)).
+    description: A group to look up (the C(group) entry of RV(accounts)).
     type: str
   unit:
     description: A systemd unit whose C(ActiveState), C(SubState) and C(UnitFileState) come back in RV(unit).
@@ -136,7 +136,7 @@ options:
     description:
       - A read-only command (argument vector, no shell) to run after everything else, for example a version probe.
         Its exit status and output come back in RV(probe). It runs in check mode too.
-      - A missing or non-executable program gives RV(probe.rc=null) instead of a failure.
+      - A missing or non-executable program gives a C(rc) of null in RV(probe) instead of a failure.
     type: list
     elements: str
     default: []

@@ -36,9 +36,9 @@ def test_targets_pass_and_fail():
     one = bench_site.summarise([{"wall": 10.0, "cpu": 5.0}, {"wall": 12.0, "cpu": 5.0}])
     both = bench_site.summarise([{"wall": 12.0, "cpu": 6.0}, {"wall": 13.0, "cpu": 6.0}])
     checks = bench_site.check_targets(one, both, [1.2, 1.08], runs, 1.3, 22)
-    assert all(ok for _, ok, _ in checks)
+    assert all(check[1] for check in checks)
     slow = bench_site.summarise([{"wall": 30.0, "cpu": 9.0}])
-    checks = {name: ok for name, ok, _ in bench_site.check_targets(one, slow, [2.5], runs + [{"clean": False}], 1.3, 22)}
+    checks = {check[0]: check[1] for check in bench_site.check_targets(one, slow, [2.5], runs + [{"clean": False}], 1.3, 22)}
     assert checks == {"every measured run changed nothing and failed nothing": False,
                       "both hosts <= 1.30 x one host (ratio of the medians)": False,
                       "one host <= 22 s (median)": True,

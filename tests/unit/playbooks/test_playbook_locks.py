@@ -144,7 +144,7 @@ def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
 
 
 def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
-    plan, _, change = site_plays()
+    plan, _view, change = site_plays()
     tasks = list(flatten(plan["tasks"]))
     choose = [t for t in tasks if "__sglang_keep_lock" in t.get("ansible.builtin.set_fact", {})][0]
     release = [t for t in tasks if LOCK in t and t[LOCK].get("state") == "released"][0]

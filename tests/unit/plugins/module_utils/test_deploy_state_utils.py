@@ -38,7 +38,7 @@ def test_trust_walk(tmp_path):
     assert trust_problems("/usr/share") == []
     # /tmp is writable by everyone: a state directory below it is not trusted, and a link is never fixable
     problems = trust_problems(str(tmp_path / "state"))
-    assert any(part == "/tmp" and fixable for part, _, fixable in problems)
+    assert any(part == "/tmp" and fixable for part, _found, fixable in problems)
     os.symlink("/usr", str(tmp_path / "link"))
     assert trust_problems(str(tmp_path / "link" / "share"))[-1][2] is False
 

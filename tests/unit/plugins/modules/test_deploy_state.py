@@ -124,3 +124,13 @@ def test_accounts_probe_and_bad_paths(tmp_path):
     assert result["probe"]["rc"] == 0 and result["probe"]["stdout"].strip() == "0.5.23"
     assert run({"probe_argv": [str(tmp_path / "nope")]})["probe"]["rc"] is None
     assert "absolute, normalised" in run({"inspect": [str(tmp_path) + "/../x"]})["msg"]
+
+
+def test_a_parent_created_by_an_earlier_entry_keeps_its_own_attributes(tmp_path):
+    """The home (listed first, 0750) and a cache below it (0700): both missing at the start; creating the cache must
+    not give the home the cache's attributes (each later run would flip it back: never idempotent)."""
+    home = tmp_path / "home"
+    args = {"directories": [{"path": str(home), "mode": "0750"}, {"path": str(home / "cache"), "mode": "0700"}]}
+    run(args)
+    assert mode_of(str(home)) == 0o750 and mode_of(str(home / "cache")) == 0o700
+    assert run(args)["changed"] is False
