@@ -182,6 +182,7 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
     assert not any("gateway" in str(t) for t in block["always"][:-1] if "ansible.builtin.include_tasks" in t)
     roll = change["vars"]["__sglang_gateway_roll"]
     assert "sglang_plan.restart_needed" in roll and "__sglang_gateways | length > 0" in roll
+    assert "sglang_plan.serving" in roll, "a server that does not run yet (first deployment) is not drained"
     assert change["vars"]["__sglang_gateways"] == "{{ groups['sglang_gateways'] | default([]) }}"
 
 
