@@ -12,7 +12,7 @@
 # named llmserve-bench-<pid>, removed on exit) for the crash sample, then runs tests/bench/bench_wait.py.
 # BENCH_NO_CRASH=1 skips the container and the crash sample. The real SGLang start-up samples use
 # $LLMSERVE_SGLANG_VENV and $LLMSERVE_SGLANG_MODEL (made by `make engine-assets`, which `make bench` runs
-# first); BENCH_NO_REAL=1 skips them. Results: reports/bench_wait.json.
+# first); BENCH_NO_REAL=1 skips them. Results: reports/bench_wait.json. BENCH_NO_WAIT=1 skips this whole part.
 # Then site.yml on converged hosts (BENCH_NO_SITE=1 skips it, about 5 minutes): tests/tools/demo.sh boots (or reuses)
 # the two demo hosts of inventories/demo, and tests/bench/bench_site.py runs site.yml over one of them (--limit) and
 # over both, alternating, BENCH_SITE_SAMPLES (default 5) times each; every run must change nothing. Targets: both hosts
@@ -40,7 +40,7 @@ cleanup() {
 trap cleanup EXIT
 
 args=(--json "$root/reports/bench_wait.json" --workdir "$work/logs")
-if [ "${BENCH_NO_CRASH:-0}" = 1 ]; then
+if [ "${BENCH_NO_CRASH:-0}" = 1 ] || [ "${BENCH_NO_WAIT:-0}" = 1 ]; then
   args+=(--no-crash)
 else
   bash "$root/tests/standin/build_wheel.sh" "$work/wheelhouse" >/dev/null
@@ -59,7 +59,7 @@ else
   args+=(--container "$container")
 fi
 
-if [ "${BENCH_NO_REAL:-0}" != 1 ]; then
+if [ "${BENCH_NO_REAL:-0}" != 1 ] && [ "${BENCH_NO_WAIT:-0}" != 1 ]; then
   : "${LLMSERVE_SGLANG_VENV:=$LLMSERVE_CACHE/venv-sglang-cpu}" "${LLMSERVE_SGLANG_MODEL:=$LLMSERVE_CACHE/models/tiny-llama}"
   if [ ! -x "$LLMSERVE_SGLANG_VENV/bin/python" ] || [ ! -f "$LLMSERVE_SGLANG_MODEL/config.json" ]; then
     echo "bench: no real SGLang venv/model at $LLMSERVE_SGLANG_VENV / $LLMSERVE_SGLANG_MODEL;" \
@@ -70,7 +70,9 @@ if [ "${BENCH_NO_REAL:-0}" != 1 ]; then
 fi
 
 status=0
-"$python" "$here/bench_wait.py" "${args[@]}" "$@" || status=$?
+if [ "${BENCH_NO_WAIT:-0}" != 1 ]; then
+  "$python" "$here/bench_wait.py" "${args[@]}" "$@" || status=$?
+fi
 
 if [ "${BENCH_NO_SITE:-0}" != 1 ]; then
   echo "== site.yml, no change: one demo host vs both"
