@@ -251,7 +251,10 @@ def apply_directory(spec, plan):
         try:
             os.mkdir(path, 0o700)
         except FileExistsError:
-            pass  # created meanwhile: it is checked like any existing one below
+            # a missing parent that an earlier wanted directory created meanwhile keeps what that one wanted; the
+            # wanted directory itself is checked and set like any existing one
+            if path != spec.path:
+                continue
         except OSError as exc:
             raise StateError("cannot create %s: %s" % (printable(path), exc.strerror))
         fd = _open_nofollow(path, os.O_RDONLY | O_DIRECTORY, stat.S_ISDIR)
