@@ -26,6 +26,7 @@ python=${BENCH_PYTHON:-$LLMSERVE_CACHE/venv/bin/python}
 
 work=$(mktemp -d /tmp/llmserve-bench.XXXXXX)
 container=""
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   if [ -n "$container" ]; then podman rm -f -t 2 "$container" >/dev/null 2>&1 || true; fi
   rm -rf "$work/wheelhouse"
