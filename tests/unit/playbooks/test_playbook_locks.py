@@ -106,10 +106,11 @@ def lock_steps(play):
 
 
 def site_plays():
-    """site.yml's plan play, the imported gateway view, and the change play."""
+    """site.yml's plan play, the imported gateway view, the change play, and the imported rejoin play."""
     plays = load("playbooks", "site.yml")
-    assert len(plays) == 3
-    return plays
+    assert len(plays) == 4
+    assert plays[3]["ansible.builtin.import_playbook"] == "plays/gateway_rejoin.yml"
+    return plays[:3]
 
 
 def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches():
@@ -239,13 +240,23 @@ def test_restart_and_rollback_leases_outlast_their_waits(scenario):
                                       + timeouts("sglang_server", "restore.yml", variables=variables) + margin)
 
 
-@pytest.mark.parametrize("playbook", ["restart.yml", "rollback.yml"])
+@pytest.mark.parametrize("playbook", ["restart.yml", "rollback.yml", "plays/gateway_rejoin.yml"])
 def test_changing_playbooks_hold_the_lock_exclusively_and_release_it(playbook):
     play = play_vars(playbook, {})[0]
     states = [(t[LOCK].get("state", "acquired"), t[LOCK].get("mode", "exclusive")) for t in lock_tasks(play)]
     assert states == [("acquired", "exclusive"), ("released", "exclusive")]
     block = [t for t in play["tasks"] if "block" in t][0]
     assert LOCK in block["always"][-1], "the release runs whatever happens in the block"
+
+
+def test_rejoin_lease_covers_the_wait_in_every_gateway():
+    """site.yml's last play puts serving workers back under the lock: another run's restart is never joined."""
+    gateways = {"groups": {"sglang_gateways": ["gw1", "gw2"]}}
+    play, variables = play_vars("plays/gateway_rejoin.yml", gateways)
+    assert lease(lock_tasks(play)[0], variables) >= 2 * 300 + 300  # the playbook defaults
+    play, variables = play_vars("plays/gateway_rejoin.yml",
+                                dict(gateways, sglang_gateway_healthy_timeout=900, sglang_lock_lease=60))
+    assert lease(lock_tasks(play)[0], variables) >= 2 * 900 + 60
 
 
 def test_audit_holds_the_lock_shared_for_its_whole_run():
@@ -261,7 +272,7 @@ def test_audit_holds_the_lock_shared_for_its_whole_run():
 def test_lease_fallbacks_match_the_role_defaults():
     """The playbooks' default() fallbacks (for include_role, whose defaults come late) must not drift."""
     defaults = role_defaults()
-    for playbook in ("site.yml", "restart.yml", "rollback.yml", "preflight.yml"):
+    for playbook in ("site.yml", "restart.yml", "rollback.yml", "preflight.yml", "plays/gateway_rejoin.yml"):
         with open(os.path.join(ROOT, "playbooks", playbook)) as handle:
             text = handle.read()
         for name, fallback in re.findall(r"\b(\w+) \| default\(([^()]*)\)", text):
