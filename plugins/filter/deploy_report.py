@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_report import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import (
     build_host_report,
     gateway_states,
     render_markdown,

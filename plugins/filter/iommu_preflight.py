@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmserve.sglang.plugins.module_utils import p2p
-from ansible_collections.llmserve.sglang.plugins.module_utils.preflight_rules import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import p2p
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.preflight_rules import (
     DEFAULT_FATAL_XIDS,
     DEFAULT_FORBIDDEN_ARCHITECTURES,
     evaluate,
@@ -45,7 +45,7 @@ def iommu_preflight_evaluate(gpu_host, gpus=None, require_iommu=False, dma_fault
 
 
 def p2p_matrix(gpus, topology=None, query=None, functional=None, skipped=None):
-    """GPU list + recorded tool outputs -> per-pair P2P matrix and decision (see module_utils.p2p)."""
+    """GPU list + recorded tool outputs -> per-pair P2P matrix and decision (see plugin_utils.p2p)."""
     addresses = []
     for gpu in gpus or []:
         addresses.append(gpu.get('pci_address') if isinstance(gpu, dict) else gpu)

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that check and render an SGLang server configuration.
 
-The logic lives in ``module_utils/sglang_args.py`` and ``module_utils/systemd_unit.py``; this file only
+The logic lives in ``plugin_utils/sglang_args.py`` and ``plugin_utils/systemd_unit.py``; this file only
 adapts it to Jinja. Documentation: one ``<filter name>.yml`` next to it per filter.
 """
 
@@ -13,12 +13,12 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_plan import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import (
     PlanError,
     plan_server,
     rollout_batches,
 )
-from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_args import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     DEFAULT_PREFIX,
     SGLangConfigError,
     probe_base_url,
@@ -27,7 +27,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_args import
     url_path_problem,
     validate_server_config,
 )
-from ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import (
     UnitValueError,
     device_allow_problems,
     unit_value,

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that check and render the SGLang model gateway (smg) configuration of the sglang_gateway role.
 
-The logic lives in ``module_utils/gateway_config.py``; this file only adapts it to Jinja. Documentation: one
+The logic lives in ``plugin_utils/gateway_config.py``; this file only adapts it to Jinja. Documentation: one
 ``<filter name>.yml`` next to it per filter.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_config import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import (
     GatewayConfigError,
     render_gateway,
     validate_gateway_config,

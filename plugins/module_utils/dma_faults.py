@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.gpu_sysfs import normalize_pci_address
+from ansible_collections.llmserve.sglang.plugins.module_utils.pci import normalize_pci_address
 
 # NVIDIA Xid codes that mean the GPU could not reach (or be reached through) the IOMMU at init time.
 DMA_XIDS = (143,)

@@ -21,37 +21,13 @@ import stat
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import gpu_ids
 from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_modules import parse_proc_modules
+from ansible_collections.llmserve.sglang.plugins.module_utils.pci import normalize_pci_address
 
 # PCI classes nvidia.ko binds: VGA compatible controller (0x0300) and 3D controller (0x0302).
 GPU_PCI_CLASSES = (0x0300, 0x0302)
 
-_BDF_RE = re.compile(
-    r'^(?:(?P<domain>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):(?P<dev>[0-9a-fA-F]{2})(?:\.(?P<fn>[0-7]))?$'
-)
-
 _MAX_SYMLINK_HOPS = 40
 _MAX_SCRIPT_BYTES = 256 * 1024
-
-
-def normalize_pci_address(text):
-    """Return ``dddd:bb:dd.f`` (lower case) for a PCI address, or ``None`` if ``text`` is not one.
-
-    Accepts the sysfs form (``0000:01:00.0``), the short form without a domain (``01:00.0``, domain 0),
-    nvidia-smi's 8-digit domain (``00000000:C1:00.0``) and the NVRM Xid form without a function
-    (``0000:81:00``, function 0).
-    """
-    if text is None:
-        return None
-    match = _BDF_RE.match(str(text).strip())
-    if not match:
-        return None
-    domain = match.group('domain') or '0000'
-    if len(domain) > 4:
-        if int(domain[:-4], 16) != 0:
-            return None
-        domain = domain[-4:]
-    return '%s:%s:%s.%s' % (domain.lower(), match.group('bus').lower(), match.group('dev').lower(),
-                            match.group('fn') or '0')
 
 
 class HostRecorder(object):

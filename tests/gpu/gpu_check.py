@@ -101,7 +101,7 @@ def gather_facts(root, kernel_log):
 
 
 def check_preflight(facts):
-    rules = importlib.import_module("ansible_collections.llmserve.sglang.plugins.module_utils.preflight_rules")
+    rules = importlib.import_module("ansible_collections.llmserve.sglang.plugins.plugin_utils.preflight_rules")
     result = rules.evaluate(facts)
     return {"ok": not result["errors"], "status": result["report"].get("status"), "errors": result["errors"],
             "warnings": result["warnings"], "selected": [g.get("pci_address") for g in result["selected"]]}
@@ -133,7 +133,7 @@ def role_device_classes():
 
 
 def check_devices(facts):
-    unit = importlib.import_module("ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit")
+    unit = importlib.import_module("ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit")
     nodes = facts.get("device_nodes") or []
     problems = unit.device_allow_problems(facts.get("char_devices") or [], nodes, role_device_classes())
     # a host whose driver is loaded has at least /dev/nvidiactl: no node at all is a failure too
@@ -145,7 +145,7 @@ def check_devices(facts):
 def check_p2p(addresses, python, timeout, size):
     if not addresses:
         return {"ok": False, "error": "no GPU to test"}
-    p2p = importlib.import_module("ansible_collections.llmserve.sglang.plugins.module_utils.p2p")
+    p2p = importlib.import_module("ansible_collections.llmserve.sglang.plugins.plugin_utils.p2p")
     argv = [python, P2P_SCRIPT, "--devices", ",".join(addresses), "--timeout", str(timeout), "--size", str(size)]
     started = time.monotonic()
     try:

@@ -7,7 +7,7 @@
 
 writes ``OUTDIR/sglang-0.5.23+llmserve.standin-py3-none-any.whl`` and prints its path. The wheel
 holds ``tests/standin/src/sglang`` plus a copy of the collection's
-``plugins/module_utils/sglang_flags.py`` as ``sglang/srt/standin_flags.py``, and declares the
+``plugins/plugin_utils/sglang_flags.py`` as ``sglang/srt/standin_flags.py``, and declares the
 ``sglang`` console script. The build is reproducible: fixed timestamps, sorted entries.
 """
 
@@ -24,7 +24,7 @@ import zipfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SRC = os.path.join(HERE, "src")
-FLAGS_FILE = os.path.join(ROOT, "plugins", "module_utils", "sglang_flags.py")
+FLAGS_FILE = os.path.join(ROOT, "plugins", "plugin_utils", "sglang_flags.py")
 NAME = "sglang"
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Generate ``plugins/module_utils/sglang_flags.py`` from the SGLang argparse table.
+"""Generate ``plugins/plugin_utils/sglang_flags.py`` from the SGLang argparse table.
 
 The input is the text table of the reference notes (``sglang.md``, "Appendix A"), produced by
 building SGLang's real argument parser and listing ``parser._actions``. Every row has the form::
@@ -29,7 +29,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_REFERENCE = "/work/shared/reference/sglang.md"
-DEFAULT_OUTPUT = os.path.join(ROOT, "plugins", "module_utils", "sglang_flags.py")
+DEFAULT_OUTPUT = os.path.join(ROOT, "plugins", "plugin_utils", "sglang_flags.py")
 SGLANG_VERSION = "0.5.23"
 
 # Spellings that SGLang 0.5.23 rejects although older releases or third-party recipes use them.

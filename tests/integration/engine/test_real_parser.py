@@ -72,7 +72,7 @@ def _example_host_cfg():
 
 @pytest.fixture(scope="module")
 def rendered():
-    from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_args import (
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
         render_server_argv,
         validate_server_config,
     )

@@ -71,7 +71,7 @@ def role_cfg(variables, workers, inventory_hostname="gateway-test", ansible_host
 
 
 def render(variables, workers, **kwargs):
-    from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_config import render_gateway
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import render_gateway
 
     return render_gateway(role_cfg(variables, workers, **kwargs))
 

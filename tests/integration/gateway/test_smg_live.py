@@ -113,7 +113,7 @@ def test_readiness_health_and_metrics_answer(fleet):
 
 
 def test_the_workers_are_registered_and_healthy(fleet):
-    from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_config import workers_check
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import workers_check
 
     status, text = live.http("GET", fleet["rendered"]["workers_url"], ADMIN_KEY)
     assert status == 200, text

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ansible_collections.llmserve.sglang.plugins.module_utils import p2p
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import p2p
 
 from p2p_standin_helpers import GPUS
 

@@ -349,7 +349,7 @@ def test_wheel_contents_and_runs_from_the_zip(tmp_path):
                 "sglang/srt/standin_flags.py", dist + "METADATA", dist + "WHEEL", dist + "RECORD"} <= set(names)
         assert "Version: 0.5.23+llmserve.standin" in archive.read(dist + "METADATA").decode()
         assert "sglang = sglang.cli.main:main" in archive.read(dist + "entry_points.txt").decode()
-        with open(os.path.join(ROOT, "plugins", "module_utils", "sglang_flags.py"), "rb") as handle:
+        with open(os.path.join(ROOT, "plugins", "plugin_utils", "sglang_flags.py"), "rb") as handle:
             assert archive.read("sglang/srt/standin_flags.py") == handle.read()
         rows = list(csv.reader(io.StringIO(archive.read(dist + "RECORD").decode())))
         for name, digest, size in rows:
@@ -378,7 +378,7 @@ def test_wheel_contents_and_runs_from_the_zip(tmp_path):
 def test_sources_parse_as_python_39():
     files = [os.path.join(ROOT, "plugins", "module_utils", "endpoint_wait.py"),
              os.path.join(ROOT, "plugins", "modules", "wait_for_endpoint.py"),
-             os.path.join(ROOT, "plugins", "module_utils", "sglang_flags.py")]
+             os.path.join(ROOT, "plugins", "plugin_utils", "sglang_flags.py")]
     for dirpath, _dirs, names in os.walk(STANDIN_SRC):
         files += [os.path.join(dirpath, n) for n in names if n.endswith(".py")]
     for path in files:

@@ -12,7 +12,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmserve.sglang.plugins.filter import sglang_gateway as gateway_filter
-from ansible_collections.llmserve.sglang.tests.unit.plugins.module_utils.test_gateway_config import ADMIN, base
+from ansible_collections.llmserve.sglang.tests.unit.plugins.plugin_utils.test_gateway_config import ADMIN, base
 
 FILTERS = gateway_filter.FilterModule().filters()
 FILTER_DIR = os.path.dirname(gateway_filter.__file__)

@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from ansible_collections.llmserve.sglang.plugins.module_utils import gpu_sysfs
+from ansible_collections.llmserve.sglang.plugins.module_utils import gpu_sysfs, pci
 from ansible_collections.llmserve.sglang.plugins.module_utils.gpu_sysfs import HostRoot
 from ansible_collections.llmserve.sglang.tests.fixtures.hosts import materialize
 
@@ -53,12 +53,12 @@ def link(root, path, target):
     ('0001:02:03.4', '0001:02:03.4'),
 ])
 def test_normalize_pci_address(text, expected):
-    assert gpu_sysfs.normalize_pci_address(text) == expected
+    assert pci.normalize_pci_address(text) == expected
 
 
 @pytest.mark.parametrize('text', [None, '', 'GPU0', '0000:01:00.8', '1:00.0', '00010000:01:00.0', 'zz:00.0'])
 def test_normalize_pci_address_rejects(text):
-    assert gpu_sysfs.normalize_pci_address(text) is None
+    assert pci.normalize_pci_address(text) is None
 
 
 # --- HostRoot -------------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from ansible_collections.llmserve.sglang.plugins.module_utils import p2p
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import p2p
 
 SCRIPT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'iommu_preflight', 'files',
                       'p2p_check.py')

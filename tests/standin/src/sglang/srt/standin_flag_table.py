@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Where the stand-in gets SGLang's flag table from.
 
-In the wheel, build_wheel.py copies the collection's ``plugins/module_utils/sglang_flags.py`` to
+In the wheel, build_wheel.py copies the collection's ``plugins/plugin_utils/sglang_flags.py`` to
 ``sglang/srt/standin_flags.py``.  Run from the source tree (tests), the collection file is loaded
 by path instead, so both always use the one table.
 """
@@ -23,7 +23,7 @@ def _load():
     here = os.path.dirname(os.path.abspath(__file__))
     # tests/standin/src/sglang/srt -> repository root
     root = os.path.abspath(os.path.join(here, "..", "..", "..", "..", ".."))
-    path = os.path.join(root, "plugins", "module_utils", "sglang_flags.py")
+    path = os.path.join(root, "plugins", "plugin_utils", "sglang_flags.py")
     if not os.path.isfile(path):
         raise ImportError("stand-in flag table not found: neither sglang.srt.standin_flags nor %s" % path)
     spec = importlib.util.spec_from_file_location("sglang.srt.standin_flags", path)

@@ -29,7 +29,7 @@ import itertools
 import json
 import re
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.gpu_sysfs import normalize_pci_address
+from ansible_collections.llmserve.sglang.plugins.module_utils.pci import normalize_pci_address
 
 TOPOLOGY_STATUS = {
     'OK': 'status OK',

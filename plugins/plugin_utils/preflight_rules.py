@@ -43,7 +43,7 @@ from __future__ import annotations
 import re
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.dma_faults import DMA_XIDS
-from ansible_collections.llmserve.sglang.plugins.module_utils.gpu_sysfs import normalize_pci_address
+from ansible_collections.llmserve.sglang.plugins.module_utils.pci import normalize_pci_address
 
 DEFAULT_FORBIDDEN_ARCHITECTURES = ('blackwell', 'rubin')
 # Xid codes after which the GPU cannot serve until it is reset or the host rebooted (NVIDIA's Xid catalog):

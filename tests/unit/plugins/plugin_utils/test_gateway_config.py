@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The SGLang model gateway rules (plugins/module_utils/gateway_config.py): worker URLs from the inventory, every
+"""The SGLang model gateway rules (plugins/plugin_utils/gateway_config.py): worker URLs from the inventory, every
 refusal with the variable it names, the rendered smg command line, and that no secret reaches a message."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 import pytest
 import yaml
 
-from ansible_collections.llmserve.sglang.plugins.module_utils import gateway_config as gc
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import gateway_config as gc
 from ansible_collections.llmserve.sglang.tests.unit.plugins.module_utils.source_imports import top_level_imports
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))

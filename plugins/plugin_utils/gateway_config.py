@@ -55,14 +55,14 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import (
     ACCOUNT_NAME,
     UNIT_NAME,
     control_problem,
     path_problem,
     printable,
 )
-from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_args import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     serves_tls,
     url_path_problem,
 )

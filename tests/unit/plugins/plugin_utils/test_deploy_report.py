@@ -1,6 +1,6 @@
 """The site report: one entry per host from the three stages' results."""
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_report import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import (
     build_host_report,
     gateway_states,
     host_rows,

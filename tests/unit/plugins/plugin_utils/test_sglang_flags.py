@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from ansible_collections.llmserve.sglang.plugins.module_utils import sglang_flags
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import sglang_flags
 from ansible_collections.llmserve.sglang.tests.unit.plugins.module_utils.source_imports import top_level_imports
-from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_flags import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import (
     DEPRECATED_FLAGS,
     FLAGS,
     REMOVED_FLAGS,

@@ -9,9 +9,9 @@ import copy
 
 import pytest
 
-from ansible_collections.llmserve.sglang.plugins.module_utils import sglang_args
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import sglang_args
 from ansible_collections.llmserve.sglang.tests.unit.plugins.module_utils.source_imports import top_level_imports
-from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_args import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     SGLangConfigError,
     normalise_flag_name,
     render_server_argv,

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.llmserve.sglang.plugins.module_utils import preflight_rules as rules
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import preflight_rules as rules
 from ansible_collections.llmserve.sglang.plugins.modules import gpu_host_facts
 from ansible_collections.llmserve.sglang.tests.fixtures.hosts import materialize
 

@@ -44,7 +44,7 @@ import difflib
 import json
 import re
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import (
     ACCOUNT_NAME,
     ENV_NAME,
     UNIT_NAME,
@@ -52,7 +52,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit impor
     path_problem,
     printable,
 )
-from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_flags import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import (
     DEPRECATED_FLAGS,
     FLAGS,
     REMOVED_FLAGS,

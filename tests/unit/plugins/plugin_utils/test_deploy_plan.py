@@ -12,7 +12,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_deploy_plan
-from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_plan import PlanError, plan_server
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import PlanError, plan_server
 
 MANAGED = [{"name": "unit", "path": "/etc/systemd/system/sglang.service"},
            {"name": "config", "path": "/etc/sglang/sglang.yaml"}]
@@ -142,7 +142,7 @@ def test_bad_input():
     ([1, "50%", 10], [["a"], ["b", "c"], ["d", "e"]]),  # the last size repeats; 50% of all five hosts
 ])
 def test_rollout_batches_follow_ansibles_serial(serial, batches):
-    from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_plan import rollout_batches
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import rollout_batches
     assert rollout_batches(["a", "b", "c", "d", "e"], serial) == batches
 
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.llmserve.sglang.plugins.module_utils import p2p
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import p2p
 
 RECORDED = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'recorded')
 GPUS = ['0000:01:00.0', '0000:41:00.0', '0000:81:00.0', '0000:c1:00.0']

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmserve.sglang.plugins.module_utils import systemd_unit
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import systemd_unit
 from ansible_collections.llmserve.sglang.plugins.module_utils.gpu_sysfs import parse_proc_devices
-from ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit import (
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import (
     UnitValueError,
     control_problem,
     device_allow_problems,
