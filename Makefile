@@ -9,7 +9,7 @@ VENV := $(LLMSERVE_CACHE)/venv
 export LLMSERVE_SGLANG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/sglang-cpu
 export LLMSERVE_SGLANG_VENV ?= $(LLMSERVE_CACHE)/venv-sglang-cpu
 export LLMSERVE_SGLANG_MODEL ?= $(LLMSERVE_CACHE)/models/tiny-llama
-# The real SGLang model gateway (smg 1.13.0) for tests/integration/gateway: its wheels and a venv from them.
+# The real SGLang model gateway (smg 1.13.0) for tests/functional/gateway: its wheels and a venv from them.
 export LLMSERVE_SMG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/smg
 export LLMSERVE_SMG_VENV ?= $(LLMSERVE_CACHE)/venv-smg
 DEVENV := source tests/tools/devenv.sh
@@ -24,7 +24,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit build-check molecule test demo bench gpu-check clean
+.PHONY: fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit functional build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest, build check, molecule"
@@ -47,9 +47,14 @@ sanity: venv
 	@$(RUN) echo "== ansible-test sanity"; dev_ansible_test_pip; dir=$$(dev_sanity_tree); cd "$$dir"; \
 	  ansible-test sanity --python 3.12 --color no 2>&1 | grep -v '^WARNING: Location'
 
-unit: venv engine-assets gateway-assets
-	@$(RUN) echo "== pytest (unit + integration)"; \
-	  pytest -q -p no:cacheprovider tests/unit $(wildcard tests/integration)
+# unit: the code alone (no engine, no gateway build); functional: real servers (SGLang on CPU, smg, stand-ins)
+unit: venv
+	@$(RUN) echo "== pytest tests/unit"; \
+	  pytest -q -p no:cacheprovider tests/unit
+
+functional: venv engine-assets gateway-assets
+	@$(RUN) echo "== pytest tests/functional (real SGLang on CPU, real smg, stand-ins)"; \
+	  pytest -q -p no:cacheprovider tests/functional
 
 build-check: venv
 	@$(RUN) echo "== ansible-galaxy collection build/install + ansible-doc"; \
@@ -92,7 +97,7 @@ molecule: venv hosts fixtures wheelhouse-standin engine-assets
 	  for s in $(S); do rm -f $(LLMSERVE_CACHE)/molecule-logs/molecule-$$s.result; done; \
 	  bash tests/tools/molecule_lanes.sh $(LLMSERVE_CACHE)/molecule-logs $(S)
 
-test: lint sanity unit build-check molecule
+test: lint sanity unit functional build-check molecule
 
 demo: venv hosts fixtures wheelhouse-standin engine-assets
 	@$(RUN) bash tests/tools/demo.sh

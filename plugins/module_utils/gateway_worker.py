@@ -6,7 +6,7 @@
 """Logic behind the ``llmserve.sglang.gateway_worker`` module: take one SGLang worker out of an smg gateway and
 drain it, or put it back and wait until the gateway routes to it.
 
-What smg 1.13.0 does, as seen on the real gateway (tests/integration/gateway):
+What smg 1.13.0 does, as seen on the real gateway (tests/functional/gateway):
 
 * ``GET /workers`` (control-plane key) lists the registered workers: ``id``, ``url`` (exactly as registered: smg
   does not normalise, ``http://h:1/`` and ``http://h:1`` are two workers), ``is_healthy``, ``status`` (``ready``,

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
-# Build (once) a venv with the real SGLang model gateway, smg 1.13.0, for tests/integration/gateway.
+# Build (once) a venv with the real SGLang model gateway, smg 1.13.0, for tests/functional/gateway.
 #
 #   tests/gateway/install_smg_venv.sh VENV [WHEELHOUSE]
 #       (defaults: /var/cache/llmserve/venv-smg, /var/cache/llmserve/wheelhouse/smg)
@@ -36,7 +36,7 @@ wheels=$(grep -c '^[A-Za-z]' "$LOCK")
 
 mkdir -p "$WHEELHOUSE"
 WHEELHOUSE=$(cd "$WHEELHOUSE" && pwd)
-# one builder at a time (make unit may run while a previous build is still going)
+# one builder at a time (make functional may run while a previous build is still going)
 exec 9>"$WHEELHOUSE/.build.flock"
 flock 9
 

@@ -5,7 +5,7 @@
 
 What is tested here is everything around the CUDA calls: argument checks, the byte pattern check, the IPC
 handle copies, finding libcudart, the owner/writer protocol with its timeout, and the JSON it prints, with
-fake worker processes standing in for the CUDA ones. tests/integration/p2p_check runs the whole script as a
+fake worker processes standing in for the CUDA ones. tests/functional/p2p_check runs the whole script as a
 process on a stand-in CUDA runtime.
 """
 

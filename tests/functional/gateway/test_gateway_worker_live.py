@@ -24,8 +24,8 @@ import time
 
 import pytest
 
-from ansible_collections.llmserve.sglang.tests.integration.gateway import smg_live as live
-from ansible_collections.llmserve.sglang.tests.integration.wait_for_endpoint.wfe_live_helpers import (
+from ansible_collections.llmserve.sglang.tests.functional.gateway import smg_live as live
+from ansible_collections.llmserve.sglang.tests.functional.wait_for_endpoint.wfe_live_helpers import (
     RawServer,
     _module_env,
     run_child,

@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-from ansible_collections.llmserve.sglang.tests.integration.gateway import smg_live as live
+from ansible_collections.llmserve.sglang.tests.functional.gateway import smg_live as live
 
 VENV, SKIP_REASON = live.smg_venv()
 pytestmark = pytest.mark.skipif(VENV is None, reason=SKIP_REASON or "")
