@@ -36,18 +36,9 @@ description:
 author: llmserve developers (@llmserve)
 attributes:
   check_mode:
-    description: Can run in check mode and then reports what it would do without changing the target.
-    support: full
     details:
       - In check mode the gateway's worker list (and, for O(state=absent), the worker's load) is read, nothing is
         registered or removed and nothing is waited for. The refusal by O(min_healthy) happens in check mode too.
-  diff_mode:
-    description: Reports the changes it makes (or would make in check mode) as a diff.
-    support: none
-  platform:
-    description: Target operating systems this module runs on.
-    support: full
-    platforms: posix
 options:
   gateway_url:
     description:
@@ -172,6 +163,7 @@ notes:
   - A registration that smg is still processing is not in C(GET /workers); O(state=absent) does not see it.
 seealso:
   - module: llmserve.sglang.wait_for_endpoint
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes]
 """
 
 EXAMPLES = r"""
