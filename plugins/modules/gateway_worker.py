@@ -295,14 +295,12 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_worker imp
     canonical_url,
     mask_secrets,
 )
-from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import ContextFetcher, HardenedClient
+from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import (
+    HardenedClient,
+    build_fetcher,  # looked up at call time: the unit tests replace it with fake servers
+)
 
 MAX_SECONDS = 7 * 24 * 3600
-
-
-def build_fetcher(module):
-    """The shared client's fetcher (module_utils/http_client.py); a seam for the unit tests."""
-    return ContextFetcher(module)
 
 
 def build_module():

@@ -423,8 +423,8 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait impo
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import (
     DEFAULT_MAX_BODY_BYTES,
-    ContextFetcher,
     HardenedClient,
+    build_fetcher,  # looked up at call time: the unit tests replace it with fake servers
 )
 
 JMESPATH_IMPORT_ERROR = None
@@ -435,11 +435,6 @@ except ImportError:
     JMESPATH_IMPORT_ERROR = traceback.format_exc()
 
 MAX_SECONDS = 7 * 24 * 3600
-
-
-def build_fetcher(module):
-    """The shared client's fetcher (module_utils/http_client.py); a seam for the unit tests."""
-    return ContextFetcher(module)
 
 
 def build_module():
