@@ -255,7 +255,7 @@ class _Config(object):
         version = self.cfg.get("version")
         version = "" if _is_blank(version) else str(version).strip()
         # None: the table is the pinned release's (or no version was given), so it is the authority
-        self.other_version = version if version and version.split("+")[0] != SGLANG_VERSION else None
+        self.other_version = version if version and version.split("+", maxsplit=1)[0] != SGLANG_VERSION else None
         self.env = {}
         self.p2p = "on"
         self._run()

@@ -179,7 +179,7 @@ def test_generator_interprets_every_action_kind():
 
 def test_generator_renders_a_table_that_loads_back(tmp_path):
     gen = _load_generator()
-    dump = dict(SAMPLE, actions=[a for a in SAMPLE["actions"]])
+    dump = dict(SAMPLE, actions=list(SAMPLE["actions"]))
     for name in list(gen.VALUE_HINTS) + list(gen.DEPRECATED_FLAGS):
         if name not in ("dtype", "disable_cuda_graph", "monokernel_backend"):
             dump["actions"].append(_action(["--" + name.replace("_", "-")], choices=["fp8_e4m3", "fp8_e5m2", "bfloat16",
