@@ -25,21 +25,12 @@ description:
 author: llmserve developers (@llmserve)
 attributes:
   check_mode:
-    description: Can run in check mode and then reports what it would change without changing anything.
-    support: full
     details:
       - In check mode nothing is created or written. RV(directories) and RV(files) say what would change; the
         refusals (O(trusted_dir), links, wrong types) fail as they would outside check mode. An owner or group that
         does not exist yet (an account that an earlier task of the same run would create) counts as a change there,
         and fails outside check mode.
       - O(inspect), O(read), O(unit) and O(probe_argv) run in check mode too (they only read).
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 options:
   trusted_dir:
     description:
@@ -146,6 +137,7 @@ seealso:
   - module: ansible.builtin.file
   - module: ansible.builtin.copy
   - module: ansible.builtin.stat
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes]
 """
 
 EXAMPLES = r"""

@@ -36,18 +36,9 @@ description:
 author: llmserve developers (@llmserve)
 attributes:
   check_mode:
-    description: Can run in check mode and then reports what it would do without changing the target.
-    support: full
     details:
       - In check mode the gateway's worker list (and, for O(state=absent), the worker's load) is read, nothing is
         registered or removed and nothing is waited for. The refusal by O(min_healthy) happens in check mode too.
-  diff_mode:
-    description: Reports the changes it makes (or would make in check mode) as a diff.
-    support: none
-  platform:
-    description: Target operating systems this module runs on.
-    support: full
-    platforms: posix
 options:
   gateway_url:
     description:
@@ -172,6 +163,7 @@ notes:
   - A registration that smg is still processing is not in C(GET /workers); O(state=absent) does not see it.
 seealso:
   - module: llmserve.sglang.wait_for_endpoint
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes]
 """
 
 EXAMPLES = r"""
@@ -303,14 +295,12 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_worker imp
     canonical_url,
     mask_secrets,
 )
-from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import ContextFetcher, HardenedClient
+from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import (
+    HardenedClient,
+    build_fetcher,  # looked up at call time: the unit tests replace it with fake servers
+)
 
 MAX_SECONDS = 7 * 24 * 3600
-
-
-def build_fetcher(module):
-    """The shared client's fetcher (module_utils/http_client.py); a seam for the unit tests."""
-    return ContextFetcher(module)
 
 
 def build_module():

@@ -35,20 +35,10 @@ description:
     RV(ansible_facts.gpu_host.gpus=[]) and RV(ansible_facts.gpu_host.pci_scan), not an error.
 author: llmserve developers (@llmserve)
 attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
     details: The module only reads.
   facts:
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 options:
   root:
     description:
@@ -93,6 +83,8 @@ seealso:
   - name: sysfs-kernel-iommu_groups
     description: Kernel ABI documentation of the IOMMU group C(type) file.
     link: https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-kernel-iommu_groups
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, ansible.builtin.action_common_attributes.facts,
+                                 llmserve.sglang.attributes]
 """
 
 EXAMPLES = r"""

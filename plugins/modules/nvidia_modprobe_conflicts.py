@@ -26,17 +26,8 @@ description:
   - Read-only; never changes the host.
 author: llmserve developers (@llmserve)
 attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
     details: The module never changes anything.
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 options:
   params:
     description:
@@ -74,6 +65,7 @@ seealso:
   - name: modprobe.d(5)
     description: Configuration directory format of kmod.
     link: https://man7.org/linux/man-pages/man5/modprobe.d.5.html
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes]
 """
 
 EXAMPLES = r"""

@@ -25,16 +25,7 @@ description:
 author: llmserve developers (@llmserve)
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: Reports the plan, the holders and the problems as warnings; unloads nothing.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 options:
   modules:
     description:
@@ -55,6 +46,7 @@ notes:
   - Needs root. Cannot work inside a container, where modules cannot be loaded.
 seealso:
   - module: llmserve.sglang.nvidia_modprobe_conflicts
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes]
 """
 
 EXAMPLES = r"""

@@ -85,19 +85,16 @@ options:
     default: 14400
 attributes:
   check_mode:
-    support: full
-    description: Takes, renews and releases the lock in check mode too; nothing else on the host changes.
+    details: Takes, renews and releases the lock in check mode too; nothing else on the host changes.
   diff_mode:
-    support: none
-    description: Nothing to show a diff of.
+    details: Nothing to show a diff of.
   platform:
-    support: full
-    platforms: posix
-    description: Needs a writable lock directory (C(/run/lock) on systemd hosts) and C(flock).
+    details: Needs a writable lock directory (C(/run/lock) on systemd hosts) and C(flock).
 notes:
   - A lease is measured on the host's boot-time clock, which NTP does not step; a lease taken before the last boot
     (only possible with O(path) on persistent storage) is judged by the wall clock.
   - Older versions of this module do not take the guard file; run one version of the collection against a host.
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes]
 """
 
 EXAMPLES = r"""

@@ -44,19 +44,10 @@ requirements:
   - systemd (C(systemctl), C(journalctl)) on the managed host, only when O(unit) is used.
 attributes:
   check_mode:
-    description: Can run in check mode and then reports what it would do without changing the target.
-    support: full
     details:
       - By default nothing is requested in check mode and RV(ready) is V(null); the message says that the wait was
         skipped. With O(check_mode_probe=true) exactly one request is sent and its outcome is reported
         (a status from O(fail_status_code) still fails; anything else does not).
-  diff_mode:
-    description: Reports the changes it makes (or would make in check mode) as a diff.
-    support: none
-  platform:
-    description: Target operating systems this module runs on.
-    support: full
-    platforms: posix
 options:
   url:
     description:
@@ -219,6 +210,7 @@ notes:
 seealso:
   - module: ansible.builtin.uri
   - module: ansible.builtin.wait_for
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes]
 """
 
 EXAMPLES = r"""
@@ -431,8 +423,8 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait impo
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import (
     DEFAULT_MAX_BODY_BYTES,
-    ContextFetcher,
     HardenedClient,
+    build_fetcher,  # looked up at call time: the unit tests replace it with fake servers
 )
 
 JMESPATH_IMPORT_ERROR = None
@@ -443,11 +435,6 @@ except ImportError:
     JMESPATH_IMPORT_ERROR = traceback.format_exc()
 
 MAX_SECONDS = 7 * 24 * 3600
-
-
-def build_fetcher(module):
-    """The shared client's fetcher (module_utils/http_client.py); a seam for the unit tests."""
-    return ContextFetcher(module)
 
 
 def build_module():

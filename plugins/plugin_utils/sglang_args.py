@@ -7,7 +7,7 @@
 The input ``cfg`` is the ``sglang_server`` role's variables without their prefix::
 
     model_path, served_model_name, host, port, tp_size, gpus, speculative, args, env, base_env,
-    api_key, hf_token, p2p, p2p_ok, allow_unauthenticated, config_path,
+    api_key, hf_token, p2p, p2p_ok, allow_unauthenticated, config_path, version,
     unit_name, user, group, home, config_dir, venv, python,
     ready_path, probe_ca_path, probe_validate_certs
 
@@ -21,7 +21,11 @@ Every text that reaches the unit, the ``--config`` file, the environment file or
 refused when it holds a control character (see ``systemd_unit``).
 
 Everything here works without the model, without a GPU and without SGLang installed: the flag
-table of the pinned release lives in ``sglang_flags``. The rules follow what SGLang's own
+table of the pinned release lives in ``sglang_flags`` (generated from that release's own parser).
+``version`` is the SGLang version the role installs. When it is not the table's, the table cannot say
+which flags exist: a flag the table does not know, or a value outside the table's choices, is a
+warning and goes to the command line as written; the installed SGLang's own parser, which the role
+runs on the rendered command line before anything live changes, decides. The rules follow what SGLang's own
 resolution pipeline enforces (or silently rewrites), so a bad setting is reported by Ansible
 before a unit is changed instead of by a crash-looping service.
 
@@ -137,6 +141,7 @@ POSITIVE_INT_FLAGS = (
     "tp_size", "pp_size", "dp_size", "attn_dp_size", "attn_cp_size", "moe_dp_size", "dcp_size", "ep_size",
     "nnodes", "tokenizer_worker_num", "detokenizer_worker_num", "page_size", "max_running_requests",
     "gpu_id_step", "mamba_track_interval",
+    "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
 )
 NON_NEGATIVE_INT_FLAGS = ("node_rank", "base_gpu_id", "mamba_cache_philox_rounds")
 
@@ -246,6 +251,11 @@ class _Config(object):
         self.args = {}      # dest -> normalised value (None/False dropped later)
         self.arg_keys = {}  # dest -> key as the user wrote it
         self.rendered = {}  # dest -> list of argv tokens after the option (None = bare switch)
+        self.options = {}   # name -> option, for flags the table does not know (other SGLang version)
+        version = self.cfg.get("version")
+        version = "" if _is_blank(version) else str(version).strip()
+        # None: the table is the pinned release's (or no version was given), so it is the authority
+        self.other_version = version if version and version.split("+", maxsplit=1)[0] != SGLANG_VERSION else None
         self.env = {}
         self.p2p = "on"
         self._run()
@@ -338,14 +348,7 @@ class _Config(object):
                 self.err(self.var("host"), "must be an IP address string, got %s" % _describe(host))
             else:
                 self._check_host(host.strip())
-        port = self.cfg.get("port")
-        if port is not None:
-            number = _as_int(port)
-            if number is _UNSET or not 1 <= number <= 65535:
-                self.err(self.var("port"), "must be a TCP port number between 1 and 65535, got %s" % _describe(port),
-                         "use e.g. 30000 (SGLang's default)")
-            else:
-                self.top["port"] = number
+        self._dedicated_value("port", self.var("port"), self.cfg.get("port"), "top")
 
         allow = self.cfg.get("allow_unauthenticated", False)
         if allow is None:
@@ -374,14 +377,7 @@ class _Config(object):
         self.top["host_loopback"] = bool(address.is_loopback())
 
     def _check_parallel(self):
-        tp = self.cfg.get("tp_size")
-        if tp is not None:
-            number = _as_int(tp)
-            if number is _UNSET or number < 1:
-                self.err(self.var("tp_size"), "must be an integer >= 1 (tensor-parallel GPUs), got %s" % _describe(tp),
-                         "set it to the number of GPUs the model is split over")
-            else:
-                self.top["tp_size"] = number
+        self._dedicated_value("tp_size", self.var("tp_size"), self.cfg.get("tp_size"), "top")
 
         gpus = self.cfg.get("gpus")
         if gpus is None or gpus == []:
@@ -405,6 +401,14 @@ class _Config(object):
                      "list every GPU once")
             return
         self.top["gpus"] = indexes
+
+    def _dedicated_value(self, dest, variable, raw, store, key=None):
+        """A role variable that stands for one SGLang flag: its type, choices and range come from the flag table."""
+        if raw is None:
+            return
+        token = self._scalar(dest, variable, raw)
+        if token is not _UNSET:
+            getattr(self, store)[key or dest] = token[1]
 
     def _check_secrets(self):
         for name in ("api_key", "hf_token"):
@@ -465,15 +469,7 @@ class _Config(object):
                     algorithm, ", ".join(SPECULATIVE_ALGORITHMS), _suggest(upper, SPECULATIVE_ALGORITHMS)),
                     "names are case-insensitive; MTP models use NEXTN")
         for key in ("num_steps", "eagle_topk", "num_draft_tokens"):
-            raw = spec.get(key)
-            if raw is None:
-                continue
-            number = _as_int(raw)
-            if number is _UNSET or number < 1:
-                self.err("%s.%s" % (variable, key), "must be an integer >= 1, got %s" % _describe(raw),
-                         "e.g. num_steps: 3, eagle_topk: 1, num_draft_tokens: 4 (the usual MTP triple)")
-            else:
-                self.spec[key] = number
+            self._dedicated_value("speculative_" + key, "%s.%s" % (variable, key), spec.get(key), "spec", key)
         draft = spec.get("draft_model_path")
         if not _is_blank(draft):
             if not isinstance(draft, str):
@@ -558,6 +554,9 @@ class _Config(object):
         self.rendered[dest] = [raw]
 
     def _unknown_flag(self, variable, name, raw):
+        if self.other_version is not None:
+            self._unchecked_flag(variable, name, raw)
+            return
         if name in REMOVED_FLAGS:
             self.err(variable, "is not accepted by SGLang %s" % SGLANG_VERSION, REMOVED_FLAGS[name])
             return
@@ -568,6 +567,31 @@ class _Config(object):
         hint = _suggest(name, FLAGS)
         self.err(variable, "is not a flag of SGLang %s%s" % (SGLANG_VERSION, hint),
                  None if hint else "see 'sglang serve --help' of that version for the flag names")
+
+    def _unchecked_flag(self, variable, name, raw):
+        """A flag the table does not know, with another SGLang version installed: passed on as written."""
+        note = REMOVED_FLAGS.get(name)
+        self.warn(variable, "is not a flag of SGLang %s, whose table the collection has%s; it is passed on unchecked "
+                  "and the parser of the installed SGLang %s decides before anything live changes"
+                  % (SGLANG_VERSION, " (%s)" % note if note else "", self.other_version))
+        if name in self.rendered:
+            self.err(variable, "sets --%s again" % name.replace("_", "-"), "keep one spelling")
+            return
+        if raw is None or raw is False:  # without the table a false value cannot be told from --no-x: left out
+            return
+        items = [] if raw is True else list(raw) if isinstance(raw, (list, tuple)) else [raw]
+        tokens = []
+        for item in items:
+            if isinstance(item, bool) or not isinstance(item, (str, int, float, dict, list)):
+                self.err(variable, "takes text, numbers or a JSON dict/list for a flag the collection does not know, "
+                         "got %s" % _describe(item))
+                return
+            text = _json_text(item) if isinstance(item, (dict, list)) else str(item)
+            if not self._no_control(variable, text):
+                return
+            tokens.append(text)
+        self.rendered[name] = tokens
+        self.options[name] = "--" + name.replace("_", "-")
 
     def _check_arg_value(self, dest, variable, raw):
         flag = FLAGS[dest]
@@ -671,8 +695,11 @@ class _Config(object):
                      "parser, got %r" % (flag["option"], text), "give a single value or drop the '-'")
             return _UNSET
         if flag["choices"] is not None and value not in flag["choices"]:
-            self._bad_choice(dest, variable, raw, value)
-            return _UNSET
+            if self.other_version is None:
+                self._bad_choice(dest, variable, raw, value)
+                return _UNSET
+            self.warn(variable, "%r is not one of the choices of %s in SGLang %s; it is passed on and the parser of "
+                      "the installed SGLang %s decides" % (raw, flag["option"], SGLANG_VERSION, self.other_version))
         if dest in ("log_level", "log_level_http") and text.upper() not in LOG_LEVELS:
             self.err(variable, "must be a Python logging level name, got %r" % text,
                      "use one of %s" % ", ".join(n.lower() for n in LOG_LEVELS))
@@ -680,7 +707,7 @@ class _Config(object):
         return text, value
 
     def _int_range(self, dest, variable, value):
-        if dest.endswith("_port") and not 1 <= value <= 65535:
+        if (dest == "port" or dest.endswith("_port")) and not 1 <= value <= 65535:
             self.err(variable, "must be a TCP port number between 1 and 65535, got %d" % value)
             return False
         if dest in POSITIVE_INT_FLAGS and value < 1:
@@ -1205,7 +1232,7 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
         if tokens is False:
             argv.append(FLAGS[dest]["negation"])
             continue
-        _append_option(argv, FLAGS[dest]["option"], tokens)
+        _append_option(argv, config.options.get(dest) or FLAGS[dest]["option"], tokens)
     if secrets and config.top.get("config_path"):
         argv.extend(["--config", config.top["config_path"]])
 

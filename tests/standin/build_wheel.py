@@ -6,8 +6,8 @@
     python3 tests/standin/build_wheel.py OUTDIR
 
 writes ``OUTDIR/sglang-0.5.23+llmserve.standin-py3-none-any.whl`` and prints its path. The wheel
-holds ``tests/standin/src/sglang`` plus a copy of the collection's
-``plugins/plugin_utils/sglang_flags.py`` as ``sglang/srt/standin_flags.py``, and declares the
+holds ``tests/standin/src/sglang`` (its parser comes from ``sglang/srt/standin_parser_actions.py``,
+SGLang's own argparse actions; the collection's flag table is not part of it) and declares the
 ``sglang`` console script. The build is reproducible: fixed timestamps, sorted entries.
 """
 
@@ -22,9 +22,8 @@ import sys
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
 SRC = os.path.join(HERE, "src")
-FLAGS_FILE = os.path.join(ROOT, "plugins", "plugin_utils", "sglang_flags.py")
+ACTIONS_FILE = os.path.join(SRC, "sglang", "srt", "standin_parser_actions.py")
 NAME = "sglang"
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
@@ -37,8 +36,8 @@ def read_version():
     return match.group(1)
 
 
-def flags_version():
-    with open(FLAGS_FILE) as handle:
+def actions_version():
+    with open(ACTIONS_FILE) as handle:
         match = re.search(r'^SGLANG_VERSION = "([^"]+)"', handle.read(), re.M)
     return match.group(1) if match else None
 
@@ -55,8 +54,6 @@ def sources():
             arcname = os.path.relpath(path, SRC).replace(os.sep, "/")
             with open(path, "rb") as handle:
                 files.append((arcname, handle.read()))
-    with open(FLAGS_FILE, "rb") as handle:
-        files.append(("%s/srt/standin_flags.py" % NAME, handle.read()))
     return sorted(files)
 
 
@@ -82,9 +79,10 @@ def metadata(version):
 
 def build(outdir):
     version = read_version()
-    table = flags_version()
-    if table and not version.startswith(table + "+"):
-        raise SystemExit("stand-in version %s does not match the flag table's SGLang %s" % (version, table))
+    parser_version = actions_version()
+    if not parser_version or not version.startswith(parser_version + "+"):
+        raise SystemExit("stand-in version %s does not match the SGLang %s its parser was dumped from"
+                         % (version, parser_version))
     dist_info = "%s-%s.dist-info" % (NAME, version)
     entries = sources()
     entries.append(("%s/METADATA" % dist_info, metadata(version).encode()))

@@ -1,38 +1,43 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Generate ``plugins/plugin_utils/sglang_flags.py`` from the SGLang argparse table.
+"""Generate SGLang's flag table from the INSTALLED SGLang's own argument parser.
 
-The input is the text table of the reference notes (``sglang.md``, "Appendix A"), produced by
-building SGLang's real argument parser and listing ``parser._actions``. Every row has the form::
+    python tests/tools/gen_sglang_flags.py [--python PY | --dump FILE] [--check]
 
-    --opt / --alias | type | default | choice,choice
+``--python`` is the interpreter of an SGLang venv (default: ``$LLMSERVE_SGLANG_VENV/bin/python``, the CPU SGLang
+venv that ``make engine-assets`` builds); it runs ``tests/tools/sglang_parser_dump.py``, which builds SGLang's parser
+and prints its actions as JSON. ``--dump FILE`` reads such JSON instead. Two files are written from it:
 
-Usage::
+``plugins/plugin_utils/sglang_flags.py``
+    the collection's table: each option interpreted (switch, --x/--no-x, value, list; type; choices), one line a
+    flag, plus the curated parts kept in this script (removed spellings, deprecations, value hints).
+``tests/standin/src/sglang/srt/standin_parser_actions.py``
+    the test stand-in's own copy of the parser: argparse's actions as they are, one line each, with no
+    interpretation. The stand-in builds its parser from this and never from the collection's table, so a wrong
+    table entry (or a bug here in interpreting an action) makes the stand-in and the collection disagree.
 
-    python tests/tools/gen_sglang_flags.py [--reference PATH] [--output PATH] [--check]
-
-``--check`` exits 1 when the module on disk differs from what the table produces (CI drift test).
-The curated parts (removed spellings, value hints, deprecations) are kept in this script so a
-regeneration never loses them.
+``--check`` writes nothing and exits 1 when either file differs from what the installed SGLang gives (the drift test
+of ``make unit``).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
-import re
+import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-DEFAULT_REFERENCE = "/work/shared/reference/sglang.md"
-DEFAULT_OUTPUT = os.path.join(ROOT, "plugins", "plugin_utils", "sglang_flags.py")
-SGLANG_VERSION = "0.5.23"
+DUMPER = os.path.join(HERE, "sglang_parser_dump.py")
+TABLE = os.path.join(ROOT, "plugins", "plugin_utils", "sglang_flags.py")
+STANDIN = os.path.join(ROOT, "tests", "standin", "src", "sglang", "srt", "standin_parser_actions.py")
+DEFAULT_VENV = "/var/cache/llmserve/venv-sglang-cpu"
 
-# Spellings that SGLang 0.5.23 rejects although older releases or third-party recipes use them.
+# Spellings that SGLang rejects although older releases or third-party recipes use them.
 # Key: dest form of the rejected spelling; value: hint shown to the user.
 REMOVED_FLAGS = {
     "cuda_graph_max_bs": "removed in SGLang 0.5.20; use cuda_graph_max_bs_decode (and cuda_graph_max_bs_prefill)",
@@ -45,11 +50,11 @@ REMOVED_FLAGS = {
     "pp": "an argparse abbreviation; use pp_size",
 }
 
-# Flags that still parse in 0.5.23 but are deprecated: dest -> hint.
+# Flags that still parse but are deprecated: dest -> hint.
 DEPRECATED_FLAGS = {
     "disable_cuda_graph": "deprecated; use disable_decode_cuda_graph and/or disable_prefill_cuda_graph",
     "enable_dp_attention": "deprecated; use attn_dp_size (SGLang rewrites it to attn_dp_size=dp_size, dp_size=1)",
-    "monokernel_backend": "deprecated in SGLang 0.5.23",
+    "monokernel_backend": "deprecated; use enable_amd_monokernel",
     "enable_flashinfer_allreduce_fusion": "deprecated; use flashinfer_allreduce_fusion_backend",
 }
 
@@ -63,125 +68,67 @@ VALUE_HINTS = {
     "mamba_ssm_dtype": {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"},
 }
 
+# argparse type names -> the table's names.
 _TYPE_NAMES = {
     "loads": "json",
     "json_list_type": "json_list",
     "parse_cuda_graph_config_arg": "cuda_graph_config",
     "parse_cuda_graph_backend_arg": "cuda_graph_backend",
 }
+# Actions that take no value: store_true and its deprecated form.
+_SWITCH_ACTIONS = ("_StoreTrueAction", "DeprecatedStoreTrueAction")
+# Actions that store the value(s) they are given (LoRAPathAction parses "name=path" itself).
+_VALUE_ACTIONS = ("_StoreAction", "LoRAPathAction", "DeprecatedStoreConstAction")
 
 HEADER = '''# -*- coding: utf-8 -*-
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
-# GENERATED FILE - do not edit by hand.
-# Regenerate with: python tests/tools/gen_sglang_flags.py
-"""Command-line flags of the pinned SGLang server (``sglang serve`` / ``python -m sglang.launch_server``).
+# GENERATED FILE - do not edit by hand. Regenerate with: python tests/tools/gen_sglang_flags.py
+# (it reads the parser of the SGLang installed in $LLMSERVE_SGLANG_VENV; `make unit` fails on drift).
+"""Command-line flags of SGLang %(version)s (``sglang serve``), as its own parser defines them.
 
-Pure data, standard library only, importable on Python 3.9+ (it is also vendored into the test
-stand-in server).
-
-``FLAGS`` maps the argparse ``dest`` (underscores) to a description of the option, in the order of
-SGLang's own parser:
-
-``option``
-    main spelling (``--tp-size``).
-``aliases``
-    other spellings of the same option (``--tensor-parallel-size``); never the ``--no-`` form.
-``negation``
-    the ``--no-x`` spelling for ``kind == "bool"``, else ``None``.
-``kind``
-    ``switch`` (store_true style, no value), ``bool`` (``--x``/``--no-x``), ``value`` (one value;
-    ``nargs == "?"`` means the value may be left out) or ``list`` (``nargs`` ``+`` or ``*``).
-``type``
-    argparse type: ``str``, ``int``, ``float``, ``human_readable_int`` (``256k``, ``256Ki``),
-    ``nullable_str``, ``json`` (a JSON text), ``json_list`` (a JSON list), ``cuda_graph_config``
-    (JSON), ``cuda_graph_backend`` (a choice), or ``bool`` for switches.
-``nargs``
-    ``None``, ``"+"``, ``"*"`` or ``"?"``.
-``required``, ``default``, ``choices``
-    as in argparse (``choices`` is a list or ``None``).
-``deprecated``
-    ``True`` when SGLang marks the option deprecated.
+Pure data, standard library only, Python 3.9+. ``FLAGS`` maps the name (the main spelling without
+dashes, ``-`` -> ``_``) to a dict, in the order of SGLang's parser; see ``_flag`` for the keys.
 """
 
 from __future__ import annotations
 
+SGLANG_VERSION = "%(version)s"
+
+
+def _flag(option, kind="value", typ=None, default=None, choices=None, nargs=None, aliases=(), required=False,
+          deprecated=False):
+    """One option. ``kind``: ``switch`` (no value), ``bool`` (``--x``/``--no-x``), ``value`` (one value; with
+    ``nargs="?"`` it may be left out) or ``list`` (``nargs`` ``+``/``*``). ``typ``: the argparse type
+    (``str``, ``int``, ``float``, ``human_readable_int``, ``nullable_str``, ``json``, ``json_list``,
+    ``cuda_graph_config``, ``cuda_graph_backend``; by default ``bool`` for the two kinds without a value and
+    ``str`` for the others)."""
+    if typ is None:
+        typ = "bool" if kind in ("switch", "bool") else "str"
+    return {"option": option, "aliases": list(aliases), "negation": "--no-" + option[2:] if kind == "bool" else None,
+            "kind": kind, "type": typ, "nargs": nargs, "required": required, "default": default,
+            "choices": None if choices is None else list(choices), "deprecated": deprecated}
+
 '''
 
+STANDIN_HEADER = '''# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# GENERATED FILE - do not edit by hand. Regenerate with: python tests/tools/gen_sglang_flags.py
+"""SGLang %(version)s's argparse actions, as argparse holds them (the stand-in's parser is built from these).
 
-def parse_table(text):
-    """Return the list of rows of the appendix table as dicts (in table order)."""
-    match = re.search(r"^## Appendix A\..*?^```text\n(.*?)^```", text, re.S | re.M)
-    if not match:
-        raise ValueError("Appendix A flag table not found in the reference file")
-    lines = match.group(1).splitlines()
-    if not lines or not lines[0].startswith("flag | type"):
-        raise ValueError("unexpected table header: %r" % (lines[:1],))
-    rows = []
-    for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        parts = line.split(" | ")
-        if len(parts) != 4:
-            parts = line.rstrip().split(" |")
-            parts = [p.strip() for p in parts] + [""] * (4 - len(parts))
-        spelling, typ, default, choices = (p.strip() for p in parts[:4])
-        rows.append(_row(number, spelling, typ, default, choices))
-    return rows
+One tuple an action: (option strings, dest, action class, type name, nargs, const, default, choices, required).
+Deliberately NOT the collection's interpreted table (plugins/plugin_utils/sglang_flags.py): both come from the
+real parser independently, so an error in one shows up as a disagreement with the other.
+"""
 
+SGLANG_VERSION = "%(version)s"
 
-def _row(number, spelling, typ, default, choices):
-    options = [o.strip() for o in spelling.split(" / ")]
-    if not all(o.startswith("--") for o in options):
-        raise ValueError("table line %d: bad option spelling %r" % (number, spelling))
-    entry = {
-        "option": options[0],
-        "aliases": [],
-        "negation": None,
-        "kind": "value",
-        "type": "str",
-        "nargs": None,
-        "required": False,
-        "default": ast.literal_eval(default) if default else None,
-        "choices": None,
-        "deprecated": False,
-    }
-    if typ.endswith(" REQUIRED"):
-        entry["required"] = True
-        typ = typ[: -len(" REQUIRED")]
-    if typ in ("flag(store_true)", "DeprecatedStoreTrueAction", "DeprecatedStoreConstAction"):
-        entry["kind"] = "switch"
-        entry["type"] = "bool"
-        entry["deprecated"] = typ.startswith("Deprecated")
-    elif typ == "bool(--x/--no-x)":
-        entry["kind"] = "bool"
-        entry["type"] = "bool"
-    else:
-        if ":" in typ:  # custom action with a type, e.g. "LoRAPathAction:str nargs=*"
-            typ = typ.split(":", 1)[1]
-        nargs = None
-        m = re.match(r"^(\S+) nargs=([+*?])$", typ)
-        if m:
-            typ, nargs = m.group(1), m.group(2)
-        entry["type"] = _TYPE_NAMES.get(typ, typ)
-        entry["nargs"] = nargs
-        entry["kind"] = "list" if nargs in ("+", "*") else "value"
-    if entry["kind"] == "bool":
-        negations = [o for o in options[1:] if o.startswith("--no-")]
-        entry["negation"] = negations[0] if negations else None
-        options = [o for o in options if o not in negations]
-    entry["aliases"] = options[1:]
-    if choices:
-        values = choices.split(",")
-        if entry["type"] == "int":
-            values = [int(v) for v in values]
-        entry["choices"] = values
-    dest = options[0][2:].replace("-", "_")
-    if dest in DEPRECATED_FLAGS:
-        entry["deprecated"] = True
-    return dest, entry
+ACTIONS = [
+'''
 
 
 def _lit(value):
@@ -189,107 +136,172 @@ def _lit(value):
         return json.dumps(value)
     if value is None or isinstance(value, (bool, int, float)):
         return repr(value)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_lit(v) for v in value) + "]"
+    if isinstance(value, dict) and set(value) == {"repr"}:
+        raise ValueError("a default, const or choice that is not plain data: %s" % value["repr"])
     raise TypeError("cannot render %r" % (value,))
 
 
-def _wrapped_list(values, indent, width=150):
-    """Render a list literal, wrapped to lines of at most ``width`` characters."""
-    one_line = _lit(values)
-    if len(one_line) + indent <= width:
-        return one_line
-    pad = " " * (indent + 4)
-    out, line = ["["], pad
-    for item in (_lit(v) + "," for v in values):
-        if len(line) + len(item) + 1 > width and line.strip():
-            out.append(line.rstrip())
-            line = pad
-        line += item + " "
-    out.append(line.rstrip())
-    out.append(" " * indent + "]")
-    return "\n".join(out)
+def _name(option):
+    return option[2:].replace("-", "_")
 
 
-def _dict_block(name, mapping, indent=0):
-    pad = " " * indent
-    out = ["%s%s = {" % (pad, name)]
+def interpret(action):
+    """``(name, entry)`` for one dumped argparse action; the entry has the keys of the table's ``_flag``."""
+    options = list(action["options"])
+    kind_of = action["action"]
+    entry = {"kind": "value", "typ": "str", "default": action["default"], "choices": action["choices"],
+             "nargs": None, "aliases": [], "required": action["required"], "deprecated": kind_of.startswith("Deprecated")}
+    if kind_of in _SWITCH_ACTIONS:
+        entry.update(kind="switch", typ="bool")
+    elif kind_of == "BooleanOptionalAction":
+        entry.update(kind="bool", typ="bool")
+        options = [o for o in options if not o.startswith("--no-")]
+    elif kind_of in _VALUE_ACTIONS:
+        nargs = action["nargs"]
+        if nargs not in (None, "?", "+", "*"):
+            raise ValueError("%s: nargs %r is not handled" % (options[0], nargs))
+        typ = action["type"] or "str"
+        entry.update(kind="list" if nargs in ("+", "*") else "value", typ=_TYPE_NAMES.get(typ, typ), nargs=nargs)
+    else:
+        raise ValueError("%s: argparse action %s is not handled; teach gen_sglang_flags.py what it means"
+                         % (options[0], kind_of))
+    if not all(o.startswith("--") for o in options):
+        raise ValueError("%s: only --long options are handled, got %s" % (action["dest"], options))
+    name = _name(options[0])
+    entry["aliases"] = options[1:]
+    entry["deprecated"] = entry["deprecated"] or name in DEPRECATED_FLAGS
+    return name, options[0], entry
+
+
+def _flag_call(option, entry):
+    """``_flag(...)`` naming only what differs from the defaults of ``_flag``."""
+    parts = [_lit(option)]
+    if entry["kind"] != "value":
+        parts.append(_lit(entry["kind"]))
+    if entry["typ"] != ("bool" if entry["kind"] in ("switch", "bool") else "str"):
+        parts.append("typ=%s" % _lit(entry["typ"]))
+    for key in ("default", "choices", "nargs"):
+        if entry[key] is not None:
+            parts.append("%s=%s" % (key, _lit(entry[key])))
+    for key in ("aliases", "required", "deprecated"):
+        if entry[key]:
+            parts.append("%s=%s" % (key, _lit(entry[key])))
+    return "_flag(%s)" % ", ".join(parts)
+
+
+def _dict_block(name, mapping):
+    out = ["%s = {" % name]
     for key, value in mapping.items():
         if isinstance(value, dict):
-            out.append("%s    %s: {" % (pad, _lit(key)))
-            for k2, v2 in value.items():
-                out.append("%s        %s: %s," % (pad, _lit(k2), _lit(v2)))
-            out.append("%s    }," % pad)
+            out.append("    %s: {%s}," % (_lit(key), ", ".join("%s: %s" % (_lit(k), _lit(v)) for k, v in value.items())))
         else:
-            out.append("%s    %s: %s," % (pad, _lit(key), _lit(value)))
-    out.append(pad + "}")
+            out.append("    %s: %s," % (_lit(key), _lit(value)))
+    out.append("}")
     return "\n".join(out)
 
 
-def render_module(rows):
-    dests = [row[0] for row in rows]
-    dupes = sorted({d for d in dests if dests.count(d) > 1})
+def _noqa(line):
+    """Keep one line a flag; mark what is longer than the sanity limit (long choice lists)."""
+    return line + "  # noqa: E501" if len(line) > 160 else line
+
+
+def render_table(dump):
+    rows = [interpret(action) for action in dump["actions"]]
+    names = [row[0] for row in rows]
+    dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise ValueError("duplicate dest names in the table: %s" % ", ".join(dupes))
-    for dest in list(REMOVED_FLAGS) + list(VALUE_HINTS) + list(DEPRECATED_FLAGS):
-        known = dest in dests
-        if dest in REMOVED_FLAGS and known:
-            raise ValueError("%s is listed as removed but exists in the table" % dest)
-        if dest not in REMOVED_FLAGS and not known:
-            raise ValueError("%s is curated but missing from the table" % dest)
-    out = [HEADER.rstrip("\n"), "", 'SGLANG_VERSION = "%s"' % SGLANG_VERSION, ""]
+        raise ValueError("duplicate option names in the parser: %s" % ", ".join(dupes))
+    for name in list(REMOVED_FLAGS) + list(VALUE_HINTS) + list(DEPRECATED_FLAGS):
+        if name in REMOVED_FLAGS and name in names:
+            raise ValueError("%s is listed as removed but SGLang %s has it" % (name, dump["version"]))
+        if name not in REMOVED_FLAGS and name not in names:
+            raise ValueError("%s is curated here but SGLang %s does not have it" % (name, dump["version"]))
+    out = [(HEADER % {"version": dump["version"]}).rstrip("\n"), "", ""]
     out.append("# %d options, in the order of SGLang's parser." % len(rows))
     out.append("FLAGS = {")
-    for dest, entry in rows:
-        one_line = "    %s: {%s}," % (_lit(dest), ", ".join("%s: %s" % (_lit(k), _lit(v)) for k, v in entry.items()))
-        if len(one_line) <= 159:
-            out.append(one_line)
-            continue
-        out.append("    %s: {" % _lit(dest))
-        for key, value in entry.items():
-            if isinstance(value, list):
-                out.append("        %s: %s," % (_lit(key), _wrapped_list(value, 8)))
-            else:
-                out.append("        %s: %s," % (_lit(key), _lit(value)))
-        out.append("    },")
+    for name, option, entry in rows:
+        out.append(_noqa("    %s: %s," % (_lit(name), _flag_call(option, entry))))
     out.append("}")
     out.append("")
-    out.append("# Spellings SGLang %s rejects (dest form) -> hint." % SGLANG_VERSION)
+    out.append("# Spellings SGLang %s rejects (name form) -> hint." % dump["version"])
     out.append(_dict_block("REMOVED_FLAGS", REMOVED_FLAGS))
     out.append("")
-    out.append("# Options that still parse but are deprecated (dest form) -> hint.")
+    out.append("# Options that still parse but are deprecated -> hint.")
     out.append(_dict_block("DEPRECATED_FLAGS", DEPRECATED_FLAGS))
     out.append("")
-    out.append("# Values SGLang rejects that recipes commonly use: dest -> {wrong: right}.")
+    out.append("# Values SGLang rejects that recipes commonly use: name -> {wrong: right}.")
     out.append(_dict_block("VALUE_HINTS", VALUE_HINTS))
     out.append("")
-    out.append("# Every spelling of every option in dest form (leading dashes dropped, '-' -> '_') -> dest.")
+    out.append("# Every spelling of every option in name form (leading dashes dropped, '-' -> '_') -> name.")
     out.append("SPELLINGS = {}")
-    out.append("for _dest, _flag in FLAGS.items():")
-    out.append('    for _opt in [_flag["option"]] + _flag["aliases"]:')
-    out.append('        SPELLINGS[_opt[2:].replace("-", "_")] = _dest')
-    out.append("del _dest, _flag, _opt")
+    out.append("for _name, _entry in FLAGS.items():")
+    out.append('    for _opt in [_entry["option"]] + _entry["aliases"]:')
+    out.append('        SPELLINGS[_opt[2:].replace("-", "_")] = _name')
+    out.append("del _name, _entry, _opt")
     out.append("")
     return "\n".join(out)
+
+
+def render_standin(dump):
+    out = [(STANDIN_HEADER % {"version": dump["version"]}).rstrip("\n")]
+    for a in dump["actions"]:
+        fields = (a["options"], a["dest"], a["action"], a["type"], a["nargs"], a["const"], a["default"], a["choices"],
+                  a["required"])
+        out.append(_noqa("    (%s)," % ", ".join(_lit(f) for f in fields)))
+    out.append("]")
+    out.append("")
+    return "\n".join(out)
+
+
+def read_dump(python):
+    """Run the dumper with ``python`` (an SGLang venv's interpreter) and return its JSON."""
+    if not os.path.isfile(python):
+        raise SystemExit("no SGLang interpreter at %s (set LLMSERVE_SGLANG_VENV or pass --python; "
+                         "`make engine-assets` builds the CPU SGLang venv)" % python)
+    with tempfile.TemporaryDirectory(prefix="sglang-flags-") as work:
+        env = dict(os.environ, HOME=work, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONPATH="")
+        proc = subprocess.run([python, DUMPER], cwd=work, env=env, capture_output=True, text=True, check=False,
+                              timeout=300)
+    if proc.returncode != 0:
+        raise SystemExit("%s %s failed (rc %d):\n%s" % (python, DUMPER, proc.returncode, proc.stderr[-3000:]))
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reference", default=DEFAULT_REFERENCE, help="sglang.md holding Appendix A")
-    parser.add_argument("--output", default=DEFAULT_OUTPUT, help="module to write")
+    venv = os.environ.get("LLMSERVE_SGLANG_VENV") or DEFAULT_VENV
+    parser.add_argument("--python", default=os.path.join(venv, "bin", "python"), help="python of an SGLang venv")
+    parser.add_argument("--dump", help="read the parser's actions from this JSON file instead of running --python")
+    parser.add_argument("--table", default=TABLE, help="collection table to write")
+    parser.add_argument("--standin", default=STANDIN, help="stand-in actions module to write")
     parser.add_argument("--check", action="store_true", help="only compare, exit 1 on drift")
     args = parser.parse_args(argv)
-    with open(args.reference, encoding="utf-8") as handle:
-        text = render_module(parse_table(handle.read()))
-    if args.check:
-        with open(args.output, encoding="utf-8") as handle:
-            if handle.read() != text:
-                print("%s is out of date; run %s" % (args.output, sys.argv[0]), file=sys.stderr)
-                return 1
-        return 0
-    with open(args.output, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    print("wrote %s" % args.output)
+    if args.dump:
+        with open(args.dump, encoding="utf-8") as handle:
+            dump = json.load(handle)
+    else:
+        dump = read_dump(args.python)
+    outputs = ((args.table, render_table(dump)), (args.standin, render_standin(dump)))
+    drift = []
+    for path, text in outputs:
+        if args.check:
+            current = None
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as handle:
+                    current = handle.read()
+            if current != text:
+                drift.append(path)
+            continue
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        print("wrote %s (SGLang %s, %d options)" % (path, dump["version"], len(dump["actions"])))
+    if drift:
+        print("out of date with the installed SGLang %s: %s; run python %s" % (
+            dump["version"], ", ".join(os.path.relpath(p, ROOT) for p in drift), os.path.relpath(__file__, ROOT)),
+            file=sys.stderr)
+        return 1
     return 0
 
 

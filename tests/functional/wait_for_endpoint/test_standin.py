@@ -346,11 +346,10 @@ def test_wheel_contents_and_runs_from_the_zip(tmp_path):
         names = archive.namelist()
         dist = "sglang-0.5.23+llmserve.standin.dist-info/"
         assert {"sglang/launch_server.py", "sglang/cli/main.py", "sglang/srt/server_args.py",
-                "sglang/srt/standin_flags.py", dist + "METADATA", dist + "WHEEL", dist + "RECORD"} <= set(names)
+                "sglang/srt/standin_parser_actions.py", dist + "METADATA", dist + "WHEEL", dist + "RECORD"} <= set(names)
+        assert not [n for n in names if n.endswith("sglang_flags.py") or n.endswith("standin_flags.py")], names
         assert "Version: 0.5.23+llmserve.standin" in archive.read(dist + "METADATA").decode()
         assert "sglang = sglang.cli.main:main" in archive.read(dist + "entry_points.txt").decode()
-        with open(os.path.join(ROOT, "plugins", "plugin_utils", "sglang_flags.py"), "rb") as handle:
-            assert archive.read("sglang/srt/standin_flags.py") == handle.read()
         rows = list(csv.reader(io.StringIO(archive.read(dist + "RECORD").decode())))
         for name, digest, size in rows:
             if name == dist + "RECORD":
@@ -366,7 +365,7 @@ def test_wheel_contents_and_runs_from_the_zip(tmp_path):
         assert one.read() == two.read()
     # pure Python: importable straight from the zip, without the source tree
     env = dict(os.environ, PYTHONPATH=wheel)
-    proc = subprocess.run([sys.executable, "-c", "import sglang, sglang.srt.standin_flags as f; "
+    proc = subprocess.run([sys.executable, "-c", "import sglang, sglang.srt.standin_parser_actions as f; "
                            "print(sglang.__version__, f.SGLANG_VERSION)"], capture_output=True, text=True, env=env,
                           cwd=str(tmp_path), timeout=30, check=False)
     assert proc.stdout.split() == ["0.5.23+llmserve.standin", "0.5.23"], proc.stderr

@@ -364,7 +364,7 @@ def test_docs_parse_and_match_argument_spec():
     assert set(ret) >= {"ready", "status", "elapsed", "attempts", "status_history", "json", "unit_state", "journal", "msg"}
 
 
-# --- ContextFetcher: fetch_url's contract with one TLS context per run ----------------------------
+# --- build_fetcher: fetch_url's calling convention over one urls.Request -----------------------------
 
 class _Resp(object):
     status = 200
@@ -383,25 +383,46 @@ def _module_for(monkeypatch, args):
     return wfe.build_module()
 
 
-def test_context_fetcher_builds_the_tls_context_once(monkeypatch):
-    made = []
-    monkeypatch.setattr(http_client.urls, "make_context", lambda **kw: made.append(kw) or object())
+def test_fetcher_uses_one_request_with_the_module_settings(monkeypatch):
     calls = []
 
-    def fake_open(self, method, url, data=None, headers=None, timeout=None, context=None, **kwargs):
-        calls.append((method, url, data, headers, timeout, self.context))
+    def fake_open(self, method, url, data=None, headers=None, timeout=None, **kwargs):
+        calls.append((method, url, data, headers, timeout, self))
         return _Resp()
 
     monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
-    module = _module_for(monkeypatch, {"url": URL, "validate_certs": False, "ca_path": "/ca.pem"})
-    fetcher = wfe.build_fetcher(module)
-    assert isinstance(fetcher, wfe.ContextFetcher)
+    monkeypatch.setattr(http_client.urls, "make_context", lambda **kw: object())  # the files do not exist here
+    module = _module_for(monkeypatch, {"url": URL, "validate_certs": False, "ca_path": "/ca.pem",
+                                       "client_cert": "/c.pem", "client_key": "/k.pem"})
+    fetch = wfe.build_fetcher(module)
+    request = fetch.request
+    assert isinstance(request, http_client.urls.Request)
+    assert (request.validate_certs, request.ca_path, request.client_cert, request.client_key) == \
+        (False, "/ca.pem", "/c.pem", "/k.pem")
+    assert request.follow_redirects == "none"
     for timeout in (5, 4.5, 0.25):
-        resp, info = fetcher(module, URL, data='{"a": 1}', headers={"X": "1"}, method="POST", timeout=timeout)
+        resp, info = fetch(module, URL, data='{"a": 1}', headers={"X": "1"}, method="POST", timeout=timeout)
         assert info["status"] == 200 and info["content-type"] == "application/json" and resp.read() == b"{}"
-    assert len(made) == 1 and made[0]["validate_certs"] is False and made[0]["cafile"] == "/ca.pem"
     assert [c[4] for c in calls] == [5, 4.5, 0.25]
-    assert all(c[5] is fetcher.context and c[0] == "POST" and c[3] == {"X": "1"} for c in calls)
+    assert all(c[5] is request and c[0] == "POST" and c[3] == {"X": "1"} for c in calls)
+
+
+def test_fetcher_builds_the_tls_context_once_where_ansible_core_takes_one(monkeypatch):
+    made = []
+    monkeypatch.setattr(http_client.urls, "make_context", lambda **kw: made.append(kw) or object())
+    monkeypatch.setattr(http_client.urls.Request, "open", lambda self, *a, **kw: _Resp())
+    module = _module_for(monkeypatch, {"url": URL, "validate_certs": False, "ca_path": "/ca.pem"})
+    fetch = wfe.build_fetcher(module)
+    for dummy in range(3):
+        fetch(module, URL, timeout=1)
+    assert http_client.PREBUILT_CONTEXT is True  # the ansible-core of these tests is newer than 2.16
+    assert len(made) == 1 and made[0] == {"cafile": "/ca.pem", "validate_certs": False, "client_cert": None,
+                                          "client_key": None}
+    assert fetch.request.context is not None
+    # ansible-core 2.16: Request has no context option (and builds none for http); nothing is prebuilt
+    monkeypatch.setattr(http_client, "PREBUILT_CONTEXT", False)
+    monkeypatch.setattr(http_client.urls, "Request", lambda **kw: made.append(kw) or kw)
+    assert "context" not in wfe.build_fetcher(module).request and len(made) == 2
 
 
 @pytest.mark.parametrize("error,status,msg", [
@@ -411,47 +432,38 @@ def test_context_fetcher_builds_the_tls_context_once(monkeypatch):
     (http_client.http.client.BadStatusLine("garbage"), -1, "closed before a valid response"),
     (http_client.urls.SSLValidationError("bad cert"), -1, "Request failed: bad cert"),
 ])
-def test_context_fetcher_maps_errors_like_fetch_url(monkeypatch, error, status, msg):
+def test_fetcher_maps_errors_like_fetch_url(monkeypatch, error, status, msg):
     def fake_open(self, *args, **kwargs):
         raise error
 
     monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})
-    resp, info = wfe.ContextFetcher(module)(module, URL, timeout=1)
+    resp, info = wfe.build_fetcher(module)(module, URL, timeout=1)
     assert resp is None and info["status"] == status and msg in info["msg"]
 
 
-def test_context_fetcher_http_error_keeps_body(monkeypatch):
+def test_fetcher_http_error_keeps_body(monkeypatch):
     def fake_open(self, *args, **kwargs):
         raise http_client.urllib.error.HTTPError(URL, 503, "Service Unavailable", {"Content-Type": "text/plain"},
                                                  io.BytesIO(b"warming up"))
 
     monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})
-    resp, info = wfe.ContextFetcher(module)(module, URL, timeout=1)
-    # the body is left to the caller, who reads it with the max_body_bytes cap
+    resp, info = wfe.build_fetcher(module)(module, URL, timeout=1)
+    # the body is left to the caller, who reads it with the max_body_bytes cap (fetch_url would read it whole)
     assert info["status"] == 503 and info["content-type"] == "text/plain" and "body" not in info
     assert info["msg"] == "HTTP Error 503: Service Unavailable" and resp.read() == b"warming up"
 
 
-def test_context_fetcher_bad_url_fails(monkeypatch):
+def test_fetcher_bad_url_fails(monkeypatch):
     def fake_open(self, *args, **kwargs):
         raise ValueError("unknown url type")
 
     monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})
     with pytest.raises(FailJson) as exc:
-        wfe.ContextFetcher(module)(module, URL, timeout=1)
+        wfe.build_fetcher(module)(module, URL, timeout=1)
     assert "unknown url type" in exc.value.result["msg"]
-
-
-def test_build_fetcher_without_prebuilt_context(monkeypatch):
-    # where urls.Request takes no context the same fetcher is used (never fetch_url, which reads
-    # error bodies without a cap and follows redirects)
-    monkeypatch.setattr(http_client, "_request_takes_context", lambda: False)
-    fetcher = wfe.build_fetcher(_module_for(monkeypatch, {"url": URL}))
-    assert isinstance(fetcher, wfe.ContextFetcher) and fetcher.context is None
-    assert fetcher.request.follow_redirects == "none"
 
 
 # --- security review (issue 13) -----------------------------------------------------------------
@@ -476,14 +488,14 @@ def _loopback_open(monkeypatch):
 def test_fetcher_never_proxies_loopback_and_never_redirects(monkeypatch, url, proxied):
     calls = _loopback_open(monkeypatch)
     module = _module_for(monkeypatch, {"url": url})
-    wfe.ContextFetcher(module)(module, url, timeout=1)
+    wfe.build_fetcher(module)(module, url, timeout=1)
     assert calls[0]["use_proxy"] is proxied and calls[0]["follow_redirects"] == "none"
 
 
 def test_fetcher_use_proxy_false_stays_false(monkeypatch):
     calls = _loopback_open(monkeypatch)
     module = _module_for(monkeypatch, {"url": URL, "use_proxy": False})
-    wfe.ContextFetcher(module)(module, "http://sglang.example.com/health", timeout=1)
+    wfe.build_fetcher(module)(module, "http://sglang.example.com/health", timeout=1)
     assert calls[0]["use_proxy"] is False
 
 
@@ -494,7 +506,7 @@ def test_fetcher_returns_a_redirect_unread_with_its_location(monkeypatch):
 
     monkeypatch.setattr(http_client.urls.Request, "open", fake_open)
     module = _module_for(monkeypatch, {"url": URL})
-    resp, info = wfe.ContextFetcher(module)(module, URL, timeout=1)
+    resp, info = wfe.build_fetcher(module)(module, URL, timeout=1)
     assert info["status"] == 302 and info["location"] == "http://a:b@other:2/x" and resp.read() == b"moved"
 
 

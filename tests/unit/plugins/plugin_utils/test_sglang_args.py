@@ -11,6 +11,7 @@ import pytest
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import sglang_args
 from ansible_collections.llmserve.sglang.tests.unit.plugins.module_utils.source_imports import top_level_imports
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import SGLANG_VERSION
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     SGLangConfigError,
     normalise_flag_name,
@@ -84,10 +85,10 @@ def test_baseline_is_valid():
     ({"host": "127.1"}, {"host": "127.0.0.2"}, ("sglang_server_host", "IP address")),
     ({"port": 0}, {"port": 1}, ("sglang_server_port", "1 and 65535")),
     ({"port": 65536}, {"port": 65535}, ("sglang_server_port", "1 and 65535")),
-    ({"port": "http"}, {"port": "8080"}, ("sglang_server_port", "1 and 65535")),
+    ({"port": "http"}, {"port": "8080"}, ("sglang_server_port", "--port takes an integer, got 'http'")),
     ({"port": True}, {"port": 30001}, ("sglang_server_port",)),
     ({"tp_size": 0}, {"tp_size": 4}, ("sglang_server_tp_size", ">= 1")),
-    ({"tp_size": 2.0}, {"tp_size": 4}, ("sglang_server_tp_size", ">= 1")),
+    ({"tp_size": 2.0}, {"tp_size": 4}, ("sglang_server_tp_size", "--tp-size takes an integer, got float 2.0")),
     ({"gpus": "0,1,2,3"}, {"gpus": [3, 2, 1, 0]}, ("sglang_server_gpus", "list of GPU indexes")),
     ({"gpus": [0, 1, 2, -1]}, {"gpus": [0, 1, 2, 7]}, ("sglang_server_gpus[3]", "integer >= 0")),
     ({"gpus": [0, 1, 1, 2]}, {"gpus": [0, 1, 2, 5]}, ("sglang_server_gpus", "more than once")),
@@ -202,7 +203,9 @@ def test_unknown_speculative_key():
 @pytest.mark.parametrize("key", ["num_steps", "eagle_topk", "num_draft_tokens"])
 def test_speculative_ints_at_least_one(key):
     assert_error(cfg(speculative={key: 0}), "sglang_server_speculative." + key, ">= 1")
-    assert_error(cfg(speculative={key: "three"}), "sglang_server_speculative." + key, ">= 1")
+    # the type comes from SGLang's flag table (--speculative-num-steps etc. are int there)
+    assert_error(cfg(speculative={key: "three"}), "sglang_server_speculative." + key,
+                 "--speculative-%s takes an integer, got 'three'" % key.replace("_", "-"))
 
 
 def test_topk_and_draft_tokens_need_num_steps():
@@ -918,3 +921,51 @@ def test_metrics_refuses_a_contradicting_arg():
 @pytest.mark.parametrize("bad", ["yes", 1, [True]])
 def test_metrics_must_be_a_boolean(bad):
     assert_error(cfg(metrics=bad), "sglang_server_metrics", "boolean")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the table's version against sglang_server_version
+# ---------------------------------------------------------------------------------------------------------
+
+def test_unknown_flag_is_an_error_for_the_tables_version():
+    for version in (SGLANG_VERSION, SGLANG_VERSION + "+local", None):
+        assert_error(cfg(version=version, args={"enable_shiny_new_thing": True}),
+                     "sglang_server_args.enable_shiny_new_thing", "is not a flag of SGLang %s" % SGLANG_VERSION)
+        assert_error(cfg(version=version, args={"dtype": "bf16"}), "sglang_server_args.dtype", "use dtype: bfloat16")
+
+
+def test_other_version_turns_flag_existence_and_choices_into_warnings():
+    config = cfg(version="0.5.24", args={"enable_shiny_new_thing": True, "shiny_level": 3, "shiny_list": ["a", "b"],
+                                         "shiny_off": False, "cuda_graph_max_bs": 64, "dtype": "bf16"})
+    assert errors_for(config) == []
+    warnings = server_config_warnings(config)
+    for key in ("enable_shiny_new_thing", "shiny_level", "shiny_list", "shiny_off", "cuda_graph_max_bs", "dtype"):
+        hits = [w for w in warnings if w.startswith("sglang_server_args.%s: " % key)]
+        assert len(hits) == 1, (key, warnings)
+        assert "installed SGLang 0.5.24" in hits[0]
+    assert any("removed in SGLang 0.5.20" in w for w in warnings)  # the table's hint goes along
+    argv = render_server_argv(config)["argv"]
+    assert argv[argv.index("--enable-shiny-new-thing") + 1].startswith("--")  # a bare switch
+    assert argv[argv.index("--shiny-level") + 1] == "3"
+    assert argv[argv.index("--shiny-list") + 1:argv.index("--shiny-list") + 3] == ["a", "b"]
+    assert argv[argv.index("--cuda-graph-max-bs") + 1] == "64"
+    assert argv[argv.index("--dtype") + 1] == "bf16"
+    assert "--shiny-off" not in argv
+
+
+def test_other_version_still_checks_types_and_values_it_knows():
+    # a known flag keeps its type from the table, and control characters stay refused
+    assert_error(cfg(version="0.5.24", args={"tp_size": 2}), "sglang_server_args.tp_size", "duplicates")
+    assert_error(cfg(version="0.5.24", args={"mem_fraction_static": "most"}), "sglang_server_args.mem_fraction_static",
+                 "takes a number")
+    assert_error(cfg(version="0.5.24", args={"shiny": "a\nb"}), "sglang_server_args.shiny", "control character")
+    assert_error(cfg(version="0.5.24", args={"shiny": {"a": 1}, "--shiny": 1}), "sglang_server_args.--shiny", "again")
+
+
+def test_dedicated_variables_take_their_type_from_the_table(monkeypatch):
+    """sglang_server_port/tp_size and the speculative integers are checked by the table's entry of their flag."""
+    flags = dict(sglang_args.FLAGS)
+    flags["tp_size"] = dict(flags["tp_size"], choices=[1, 2, 4])
+    monkeypatch.setattr(sglang_args, "FLAGS", flags)
+    assert errors_for(cfg(tp_size=4)) == []
+    assert_error(cfg(tp_size=8, gpus=[0, 1, 2, 3, 4, 5, 6, 7]), "sglang_server_tp_size", "not a valid value for --tp-size")

@@ -3,8 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Stand-in for ``sglang.srt.server_args`` (llmserve test stand-in, NOT SGLang).
 
-The argparse parser is built from the collection's SGLang 0.5.23 flag table, so the same
-command lines parse, abbreviate and fail (exit 2) as with the real parser.  The public names a
+The argparse parser is rebuilt from SGLang 0.5.23's own argparse actions (``standin_parser_actions``,
+dumped from the real parser; never from the collection's flag table, which it is there to check), so
+the same command lines parse, abbreviate and fail (exit 2) as with the real parser.  The public names a
 parser-check script uses exist with the same behaviour:
 
 * ``ServerArgs.add_cli_args(parser)`` - add every SGLang option to an ``argparse`` parser;
@@ -24,7 +25,7 @@ import re
 import sys
 
 from sglang.srt import standin_yaml
-from sglang.srt.standin_flag_table import FLAGS
+from sglang.srt.standin_parser_actions import ACTIONS
 
 # names SGLang 0.5.23 resolves (NEXTN is rewritten to EAGLE)
 SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO", "FROZEN_KV_MTP")
@@ -75,49 +76,60 @@ def cuda_graph_backend(text):
     return str(text)
 
 
+# argparse type names of SGLang's parser -> the stand-in's own converters.
 _TYPES = {
     "str": str,
     "int": int,
     "float": float,
     "human_readable_int": human_readable_int,
     "nullable_str": nullable_str,
-    "json": json_text,
-    "json_list": json_list,
-    "cuda_graph_config": cuda_graph_config,
-    "cuda_graph_backend": cuda_graph_backend,
+    "loads": json_text,
+    "json_list_type": json_list,
+    "parse_cuda_graph_config_arg": cuda_graph_config,
+    "parse_cuda_graph_backend_arg": cuda_graph_backend,
+}
+# SGLang's own action classes -> what argparse does for them here (the deprecated ones also print a warning there).
+_ACTIONS = {
+    "_StoreAction": "store",
+    "LoRAPathAction": "store",
+    "DeprecatedStoreConstAction": "store",
+    "_StoreTrueAction": "store_true",
+    "DeprecatedStoreTrueAction": "store_true",
+    "BooleanOptionalAction": argparse.BooleanOptionalAction,
 }
 
+# dest -> default, for every action (several options may share a dest; the first one's default counts).
+DEFAULTS = {}
+for _action in ACTIONS:
+    DEFAULTS.setdefault(_action[1], _action[6])
+del _action
 
-def _add_option(parser, dest, spec):
-    names = [spec["option"]] + list(spec.get("aliases") or [])
-    kind = spec["kind"]
-    kwargs = {"dest": dest, "default": spec.get("default")}
-    if spec.get("required"):
+
+def _add_action(parser, options, dest, action, typ, nargs, const, default, choices, required):
+    if action not in _ACTIONS:
+        raise ValueError("stand-in: SGLang's argparse action %s (%s) is not imitated" % (action, options[0]))
+    kwargs = {"dest": dest, "default": default, "action": _ACTIONS[action]}
+    if required:
         kwargs["required"] = True
-    if kind == "switch":
-        kwargs["action"] = "store_true"
-        kwargs["default"] = bool(spec.get("default"))
-    elif kind == "bool":
-        kwargs["action"] = argparse.BooleanOptionalAction
-    else:
-        kwargs["type"] = _TYPES.get(spec.get("type") or "str", str)
-        if spec.get("choices"):
-            kwargs["choices"] = list(spec["choices"])
-        nargs = spec.get("nargs")
-        if kind == "list":
-            kwargs["nargs"] = nargs or "+"
-        elif nargs == "?":
-            kwargs["nargs"] = "?"
-            kwargs["const"] = ""
-    parser.add_argument(*names, **kwargs)
+    if action == "BooleanOptionalAction":
+        options = [o for o in options if not o.startswith("--no-")]  # argparse adds the --no- form itself
+    elif _ACTIONS[action] == "store":
+        kwargs["type"] = _TYPES.get(typ or "str", str)
+        if choices is not None:
+            kwargs["choices"] = list(choices)
+        if nargs is not None:
+            kwargs["nargs"] = nargs
+        if nargs == "?":
+            kwargs["const"] = const
+    parser.add_argument(*options, **kwargs)
 
 
 class ServerArgs(object):
     """Parsed (and, after ``resolve_once``, resolved) server arguments."""
 
     def __init__(self, **kwargs):
-        for dest, spec in FLAGS.items():
-            setattr(self, dest, spec.get("default"))
+        for dest, default in DEFAULTS.items():
+            setattr(self, dest, default)
         for key, value in kwargs.items():
             setattr(self, key, value)
         self.launch_command = kwargs.get("launch_command")
@@ -125,12 +137,12 @@ class ServerArgs(object):
 
     @staticmethod
     def add_cli_args(parser):
-        for dest, spec in FLAGS.items():
-            _add_option(parser, dest, spec)
+        for action in ACTIONS:
+            _add_action(parser, *action)
 
     @classmethod
     def from_cli_args(cls, args):
-        return cls(**{dest: getattr(args, dest) for dest in FLAGS if hasattr(args, dest)})
+        return cls(**{dest: getattr(args, dest) for dest in DEFAULTS if hasattr(args, dest)})
 
     def url(self):
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
@@ -176,7 +188,7 @@ class ServerArgs(object):
         return self
 
     def resolved_dict(self):
-        return {dest: getattr(self, dest) for dest in FLAGS}
+        return {dest: getattr(self, dest) for dest in DEFAULTS}
 
     def model_overrides(self):
         """``--json-model-override-args`` as a dict (the stand-in reads its own ``standin_*`` keys)."""

@@ -323,11 +323,11 @@ class StandinServer(object):
 
 def _masked_args(args):
     """Arguments that differ from SGLang's defaults, secrets masked."""
-    from sglang.srt.standin_flag_table import FLAGS  # pylint: disable=import-outside-toplevel
+    from sglang.srt.server_args import DEFAULTS  # pylint: disable=import-outside-toplevel
 
     shown = {}
     for key, value in sorted(args.resolved_dict().items()):
-        if key != "model_path" and value == FLAGS.get(key, {}).get("default"):
+        if key != "model_path" and value == DEFAULTS.get(key):
             continue
         shown[key] = "***" if key in ("api_key", "admin_api_key") and value else value
     return "ServerArgs(%s)" % ", ".join("%s=%r" % kv for kv in shown.items())
