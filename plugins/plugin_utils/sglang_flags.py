@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
 # GENERATED FILE - do not edit by hand. Regenerate with: python tests/tools/gen_sglang_flags.py
-# (it reads the parser of the SGLang installed in $LLMSERVE_SGLANG_VENV; `make unit` fails on drift).
+# (it reads the parser of the SGLang installed in $LLMSERVE_SGLANG_VENV; `make functional` fails on drift).
 """Command-line flags of SGLang 0.5.23 (``sglang serve``), as its own parser defines them.
 
 Pure data, standard library only, Python 3.9+. ``FLAGS`` maps the name (the main spelling without

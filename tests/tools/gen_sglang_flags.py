@@ -18,7 +18,7 @@ and prints its actions as JSON. ``--dump FILE`` reads such JSON instead. Two fil
     table entry (or a bug here in interpreting an action) makes the stand-in and the collection disagree.
 
 ``--check`` writes nothing and exits 1 when either file differs from what the installed SGLang gives (the drift test
-of ``make unit``).
+of ``make functional``).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ HEADER = '''# -*- coding: utf-8 -*-
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
 # GENERATED FILE - do not edit by hand. Regenerate with: python tests/tools/gen_sglang_flags.py
-# (it reads the parser of the SGLang installed in $LLMSERVE_SGLANG_VENV; `make unit` fails on drift).
+# (it reads the parser of the SGLang installed in $LLMSERVE_SGLANG_VENV; `make functional` fails on drift).
 """Command-line flags of SGLang %(version)s (``sglang serve``), as its own parser defines them.
 
 Pure data, standard library only, Python 3.9+. ``FLAGS`` maps the name (the main spelling without

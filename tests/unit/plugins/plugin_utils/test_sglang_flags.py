@@ -25,7 +25,6 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags impor
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 GENERATOR = os.path.join(ROOT, "tests", "tools", "gen_sglang_flags.py")
 STANDIN_SRC = os.path.join(ROOT, "tests", "standin", "src")
-SGLANG_VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "")
 KEYS = {"option", "aliases", "negation", "kind", "type", "nargs", "required", "default", "choices", "deprecated"}
 
 
@@ -110,17 +109,6 @@ def test_curated_tables_are_consistent():
 
 def test_module_is_stdlib_only_and_py39_syntax():
     assert top_level_imports(sglang_flags.__file__) <= {"__future__"}
-
-
-# `make unit` exports LLMSERVE_SGLANG_VENV (and builds that venv first), so there this never skips: a table that
-# differs from what the installed SGLang's parser says fails the run. A plain `pytest` without it skips.
-@pytest.mark.skipif(not SGLANG_VENV, reason="LLMSERVE_SGLANG_VENV is not set (make unit sets it and builds the venv)")
-def test_generated_files_match_the_installed_sglang():
-    result = subprocess.run(
-        [sys.executable, GENERATOR, "--python", os.path.join(SGLANG_VENV, "bin", "python"), "--check"],
-        capture_output=True, text=True, check=False, timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _load_generator():
