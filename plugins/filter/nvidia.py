@@ -12,7 +12,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_registry import (
     compare_with_driver_facts,
     render_modprobe_options,
-    render_registry_dwords,
     validate_module_params,
     validate_registry_dwords,
 )
@@ -28,14 +27,6 @@ def _plain(value):
         return dict(value)
     except (TypeError, ValueError):
         return value
-
-
-def nvidia_registry_dwords(mapping):
-    """``{K: V}`` -> ``"K=V;K=V"`` (sorted keys, decimal values)."""
-    try:
-        return render_registry_dwords(_plain(mapping))
-    except ValueError as exc:
-        raise AnsibleFilterError("nvidia_registry_dwords: %s" % exc)
 
 
 def nvidia_modprobe_options(registry, params=None, module="nvidia"):
@@ -75,7 +66,6 @@ class FilterModule(object):
 
     def filters(self):
         return {
-            "nvidia_registry_dwords": nvidia_registry_dwords,
             "nvidia_modprobe_options": nvidia_modprobe_options,
             "nvidia_driver_param_errors": nvidia_driver_param_errors,
             "nvidia_driver_compare": nvidia_driver_compare,

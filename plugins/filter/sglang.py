@@ -23,7 +23,6 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import
     SGLangConfigError,
     probe_base_url,
     render_server_argv,
-    server_config_warnings,
     url_path_problem,
     validate_server_config,
 )
@@ -45,12 +44,6 @@ def sglang_validate(cfg, prefix=DEFAULT_PREFIX):
     """Return the list of configuration errors (empty when valid)."""
     _check_input("sglang_validate", cfg, prefix)
     return validate_server_config(cfg, prefix=prefix)
-
-
-def sglang_warnings(cfg, prefix=DEFAULT_PREFIX):
-    """Return remarks about legal but surprising settings."""
-    _check_input("sglang_warnings", cfg, prefix)
-    return server_config_warnings(cfg, prefix=prefix)
 
 
 def sglang_render(cfg, prefix=DEFAULT_PREFIX):
@@ -125,7 +118,6 @@ class FilterModule(object):
     def filters(self):
         return {
             "sglang_validate": sglang_validate,
-            "sglang_warnings": sglang_warnings,
             "sglang_render": sglang_render,
             "sglang_unit_value": sglang_unit_value,
             "sglang_base_url": sglang_base_url,

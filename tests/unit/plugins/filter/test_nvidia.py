@@ -14,7 +14,6 @@ from ansible_collections.llmserve.sglang.plugins.filter import nvidia
 
 def test_filters_are_registered():
     assert set(nvidia.FilterModule().filters()) == {
-        "nvidia_registry_dwords",
         "nvidia_modprobe_options",
         "nvidia_driver_param_errors",
         "nvidia_driver_compare",
@@ -22,9 +21,9 @@ def test_filters_are_registered():
 
 
 def test_render_and_errors():
-    assert nvidia.nvidia_registry_dwords({"B": 2, "A": 1}) == "A=1;B=2"
+    assert nvidia.nvidia_modprobe_options({"B": 2, "A": 1}) == 'options nvidia NVreg_RegistryDwords="A=1;B=2"'
     with pytest.raises(AnsibleFilterError) as err:
-        nvidia.nvidia_registry_dwords({"A": "010"})
+        nvidia.nvidia_modprobe_options({"A": "010"})
     assert "octal" in str(err.value)
 
 

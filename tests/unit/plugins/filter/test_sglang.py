@@ -29,7 +29,7 @@ GOOD = {
 FILTER_DIR = os.path.dirname(sglang_filter.__file__)
 
 
-ALL_FILTERS = ["sglang_validate", "sglang_warnings", "sglang_render", "sglang_unit_value", "sglang_base_url",
+ALL_FILTERS = ["sglang_validate", "sglang_render", "sglang_unit_value", "sglang_base_url",
                "sglang_url_path", "sglang_device_problems", "sglang_deploy_plan", "sglang_rollout_batches"]
 
 
@@ -46,10 +46,10 @@ def test_validate_returns_errors():
     assert validate(dict(GOOD, port=0), prefix="x_")[0].startswith("x_port: ")
 
 
-def test_warnings_filter():
-    warnings = FilterModule().filters()["sglang_warnings"]
-    assert warnings(GOOD) == []
-    assert any("48" in w for w in warnings(dict(GOOD, args={})))
+def test_render_filter_gives_the_warnings():
+    render = FilterModule().filters()["sglang_render"]
+    assert render(GOOD)["warnings"] == []
+    assert any("48" in w for w in render(dict(GOOD, args={}))["warnings"])
 
 
 def test_render_filter():
@@ -68,7 +68,7 @@ def test_render_filter_fails_with_all_messages():
     assert "sglang_server_served_model_name" in str(info.value)
 
 
-@pytest.mark.parametrize("name", ["sglang_validate", "sglang_warnings", "sglang_render"])
+@pytest.mark.parametrize("name", ["sglang_validate", "sglang_render"])
 def test_filters_reject_non_dict_input(name):
     with pytest.raises(AnsibleFilterError, match="must be a dict"):
         FilterModule().filters()[name]("model_path=/m")
