@@ -83,6 +83,10 @@ CASES = {
     "newline_in_restart_sec": {"sglang_server_restart_sec": "30\nExecStartPre=+/bin/true"},
     # '@evil/...' after http://127.0.0.1:30000 sends the probe (and the API key) to another host
     "ready_path_other_host": {"sglang_server_ready_path": "@evil.example/health"},
+    # numeric time, size and count variables out of range
+    "restart_sec_too_short": {"sglang_server_restart_sec": 5},
+    "negative_ready_timeout": {"sglang_server_ready_timeout": -5},
+    "huge_journal_lines": {"sglang_server_journal_lines": 10000000},
 }
 FAILING = {
     "nul_in_env": "sglang_server_env.FOO: contains a control character (NUL at offset 1)",
@@ -95,6 +99,9 @@ FAILING = {
     "prefix_on_python": "sglang_server_python: must be an absolute path, got '+/usr/bin/python3'",
     "newline_in_restart_sec": "sglang_server_restart_sec",
     "ready_path_other_host": "sglang_server_ready_path: must be a plain absolute URL path",
+    "restart_sec_too_short": "sglang_server_restart_sec: must be an integer from 30 to 3600, got 5",
+    "negative_ready_timeout": "sglang_server_ready_timeout: must be an integer from 1 to 86400, got -5",
+    "huge_journal_lines": "sglang_server_journal_lines: must be an integer from 0 to 10000, got 10000000",
 }
 TEMPLATES = ("sglang.service", "sglang.env", "config.yaml")
 URLS = "{{ {'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url | default('(undefined)')} | to_json }}"
