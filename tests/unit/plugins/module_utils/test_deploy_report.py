@@ -163,7 +163,8 @@ def test_host_stats_give_no_time_to_ready_without_a_restart_and_carry_the_error(
     unchanged = host_stats(build_host_report("h", None, None, dict(SGLANG, restarted=False)))
     assert unchanged["restarted"] is False
     assert unchanged["time_to_ready"] is None
-    failed = host_stats(build_host_report("h", None, None, {"state": "rolled back to the last good configuration",
-                                                             "restarted": True, "error": "unit sglang failed"}))
+    rolled_back = {"state": "rolled back to the last good configuration", "restarted": True,
+                   "error": "unit sglang failed"}
+    failed = host_stats(build_host_report("h", None, None, rolled_back))
     assert failed["stages"]["sglang"] == "rolled back to the last good configuration"
     assert failed["error"] == "unit sglang failed"
