@@ -4,7 +4,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 export LLMSERVE_CACHE ?= /var/cache/llmserve
-VENV := $(LLMSERVE_CACHE)/venv
+# The controller venv (tests/tools/devenv.sh builds it from requirements-dev.txt); LLMSERVE_VENV points elsewhere
+# for a checkout whose requirements differ from those of the others sharing the cache.
+export LLMSERVE_VENV ?= $(LLMSERVE_CACHE)/venv
+VENV := $(LLMSERVE_VENV)
 # The real SGLang on CPU (tests/engine): offline wheelhouse, a venv from it, a tiny local model.
 export LLMSERVE_SGLANG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/sglang-cpu
 export LLMSERVE_SGLANG_VENV ?= $(LLMSERVE_CACHE)/venv-sglang-cpu

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import (
     build_host_report,
     gateway_states,
+    host_stats,
     render_markdown,
     render_text,
 )
@@ -16,6 +17,10 @@ def sglang_host_report(host, preflight=None, driver=None, sglang=None, gateway_o
                        plan=None):
     return build_host_report(host, preflight or None, driver or None, sglang or None,
                              gateway_states(gateway_out or None, gateway_in or None), plan or None)
+
+
+def sglang_host_stats(report):
+    return host_stats(report)
 
 
 def sglang_report_markdown(reports, title="SGLang deployment report"):
@@ -32,6 +37,7 @@ class FilterModule(object):
     def filters(self):
         return {
             "sglang_host_report": sglang_host_report,
+            "sglang_host_stats": sglang_host_stats,
             "sglang_report_markdown": sglang_report_markdown,
             "sglang_report_text": sglang_report_text,
         }

@@ -9,6 +9,8 @@
 (llmserve.sglang.gateway_worker, looped over the gateways) into the host's rows of gateway state.
 The site playbook's plan (``sglang_plan``: what the run planned to change on the host) is kept with it.
 ``render_markdown`` turns a list of host reports into the Markdown file and the play output.
+``host_stats`` cuts a host report down to the few values a job's custom stats carry (``set_stats``: the AWX job
+artifacts that later workflow nodes get as extra vars).
 """
 
 from __future__ import annotations
@@ -145,6 +147,32 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
     else:
         report["stages"]["sglang"] = NOT_RUN
     return report
+
+
+def host_stats(report):
+    """The summary of one host that the playbooks publish with ``set_stats`` (AWX job artifacts).
+
+    Plain data only, small and stable, for a workflow node to branch on: the stage verdicts, whether a reboot is
+    required, the driver options still pending, the SGLang version, whether SGLang restarted this run and the
+    seconds it took to become ready (``None`` when it did not restart), and the planned changes when the run
+    planned (site.yml).
+    """
+    sg = report.get("sglang") or {}
+    drv = report.get("driver_params") or {}
+    restarted = bool(sg.get("restarted"))
+    stats = {
+        "stages": dict(report.get("stages") or {}),
+        "reboot_required": bool(report.get("reboot_required")),
+        "pending_driver_options": [str(item) for item in drv.get("pending") or []],
+        "sglang_version": sg.get("version"),
+        "restarted": restarted,
+        "time_to_ready": sg.get("time_to_ready") if restarted else None,
+    }
+    if "plan" in report:
+        stats["planned_changes"] = list(report["plan"].get("changes") or [])
+    if sg.get("error"):
+        stats["error"] = str(sg["error"])
+    return stats
 
 
 def _fmt(value):

@@ -31,7 +31,7 @@ def test_build_ignores_test_and_ci_material():
 
 
 def test_runtime_requires_ansible():
-    assert load("meta/runtime.yml")["requires_ansible"] == ">=2.16.0"
+    assert load("meta/runtime.yml")["requires_ansible"] == ">=2.21.0"
 
 
 def test_execution_environment_points_at_existing_files():

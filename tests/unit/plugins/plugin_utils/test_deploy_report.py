@@ -4,6 +4,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report impo
     build_host_report,
     gateway_states,
     host_rows,
+    host_stats,
     render_markdown,
     render_text,
 )
@@ -130,3 +131,40 @@ def test_no_gateway_touched_gives_no_gateway_rows():
     assert gateway_states(None, None) == [] and gateway_states(skipped, {"skipped": True}) == []
     report = build_host_report("w1", None, None, SGLANG, [])
     assert "gateways" not in report and "Gateways" not in dict(host_rows(report))
+
+
+def test_host_stats_of_a_restarted_host():
+    plan = {"changes": ["sglang: restart (unit changed)"], "restart_needed": True}
+    stats = host_stats(build_host_report("h", PREFLIGHT, DRIVER, SGLANG, None, plan))
+    assert stats == {
+        "stages": {"preflight": "pass", "driver": "applied", "sglang": "serving"},
+        "reboot_required": False,
+        "pending_driver_options": [],
+        "sglang_version": "0.5.23",
+        "restarted": True,
+        "time_to_ready": 412.5,
+        "planned_changes": ["sglang: restart (unit changed)"],
+    }
+
+
+def test_host_stats_of_a_host_waiting_for_a_reboot_without_sglang():
+    driver = dict(DRIVER, pending=["DmaRemapPeerMmio"], reboot_required=True, status="pending")
+    stats = host_stats(build_host_report("h", PREFLIGHT, driver, None))
+    assert stats["stages"] == {"preflight": "pass", "driver": "pending", "sglang": "not run"}
+    assert stats["reboot_required"] is True
+    assert stats["pending_driver_options"] == ["DmaRemapPeerMmio"]
+    assert stats["sglang_version"] is None
+    assert stats["time_to_ready"] is None
+    # preflight.yml does not plan: no planned_changes key
+    assert "planned_changes" not in stats
+
+
+def test_host_stats_give_no_time_to_ready_without_a_restart_and_carry_the_error():
+    unchanged = host_stats(build_host_report("h", None, None, dict(SGLANG, restarted=False)))
+    assert unchanged["restarted"] is False
+    assert unchanged["time_to_ready"] is None
+    rolled_back = {"state": "rolled back to the last good configuration", "restarted": True,
+                   "error": "unit sglang failed"}
+    failed = host_stats(build_host_report("h", None, None, rolled_back))
+    assert failed["stages"]["sglang"] == "rolled back to the last good configuration"
+    assert failed["error"] == "unit sglang failed"
