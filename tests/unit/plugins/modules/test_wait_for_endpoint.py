@@ -407,7 +407,7 @@ def test_fetcher_uses_one_request_with_the_module_settings(monkeypatch):
     assert all(c[5] is request and c[0] == "POST" and c[3] == {"X": "1"} for c in calls)
 
 
-def test_fetcher_builds_the_tls_context_once_where_ansible_core_takes_one(monkeypatch):
+def test_fetcher_builds_the_tls_context_once(monkeypatch):
     made = []
     monkeypatch.setattr(http_client.urls, "make_context", lambda **kw: made.append(kw) or object())
     monkeypatch.setattr(http_client.urls.Request, "open", lambda self, *a, **kw: _Resp())
@@ -415,14 +415,9 @@ def test_fetcher_builds_the_tls_context_once_where_ansible_core_takes_one(monkey
     fetch = wfe.build_fetcher(module)
     for dummy in range(3):
         fetch(module, URL, timeout=1)
-    assert http_client.PREBUILT_CONTEXT is True  # the ansible-core of these tests is newer than 2.16
     assert len(made) == 1 and made[0] == {"cafile": "/ca.pem", "validate_certs": False, "client_cert": None,
                                           "client_key": None}
     assert fetch.request.context is not None
-    # ansible-core 2.16: Request has no context option (and builds none for http); nothing is prebuilt
-    monkeypatch.setattr(http_client, "PREBUILT_CONTEXT", False)
-    monkeypatch.setattr(http_client.urls, "Request", lambda **kw: made.append(kw) or kw)
-    assert "context" not in wfe.build_fetcher(module).request and len(made) == 2
 
 
 @pytest.mark.parametrize("error,status,msg", [
