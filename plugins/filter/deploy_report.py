@@ -8,7 +8,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report impo
     build_host_report,
     gateway_states,
     host_stats,
-    render_markdown,
+    host_rows,
     render_text,
 )
 
@@ -23,8 +23,9 @@ def sglang_host_stats(report):
     return host_stats(report)
 
 
-def sglang_report_markdown(reports, title="SGLang deployment report"):
-    return render_markdown(list(reports), title)
+def sglang_report_rows(report):
+    """The rows of one host's table, ``[[label, value], ...]`` (the Markdown template and the play output share them)."""
+    return [list(row) for row in host_rows(report)]
 
 
 def sglang_report_text(report):
@@ -38,6 +39,6 @@ class FilterModule(object):
         return {
             "sglang_host_report": sglang_host_report,
             "sglang_host_stats": sglang_host_stats,
-            "sglang_report_markdown": sglang_report_markdown,
+            "sglang_report_rows": sglang_report_rows,
             "sglang_report_text": sglang_report_text,
         }

@@ -8,7 +8,8 @@
 ``gateway_states`` turns the results of taking a worker out of its gateways and putting it back
 (llmserve.sglang.gateway_worker, looped over the gateways) into the host's rows of gateway state.
 The site playbook's plan (``sglang_plan``: what the run planned to change on the host) is kept with it.
-``render_markdown`` turns a list of host reports into the Markdown file and the play output.
+``host_rows`` gives the rows of one host's table, for the play output (``render_text``) and the Markdown template
+(``playbooks/templates/sglang_report.md.j2``).
 ``host_stats`` cuts a host report down to the few values a job's custom stats carry (``set_stats``: the AWX job
 artifacts that later workflow nodes get as extra vars).
 """
@@ -224,17 +225,6 @@ def host_rows(report):
     if sg.get("rollback_error"):
         rows.append(("Rollback error", _fmt(sg.get("rollback_error"))))
     return rows
-
-
-def render_markdown(reports, title="SGLang deployment report"):
-    """Markdown text: a heading and one two-column table per host."""
-    lines = ["# %s" % title, ""]
-    for report in reports:
-        lines.extend(["## %s" % report.get("host"), "", "| item | value |", "| --- | --- |"])
-        for label, value in host_rows(report):
-            lines.append("| %s | %s |" % (label, value.replace("|", "\\|")))
-        lines.append("")
-    return "\n".join(lines)
 
 
 def render_text(report):

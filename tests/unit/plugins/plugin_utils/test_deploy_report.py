@@ -1,11 +1,13 @@
 """The site report: one entry per host from the three stages' results."""
 
+import os
+
+from ansible_collections.llmserve.sglang.plugins.filter.deploy_report import sglang_report_rows
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import (
     build_host_report,
     gateway_states,
     host_rows,
     host_stats,
-    render_markdown,
     render_text,
 )
 
@@ -25,6 +27,8 @@ DRIVER = {"loaded": True, "status": "applied", "pending": [], "reboot_required":
 SGLANG = {"version": "0.5.23", "tp_size": 4, "ready": True, "restarted": True, "time_to_ready": 412.5,
           "speculative_requested": {"algorithm": "NEXTN", "num_steps": 5}, "speculative_reported": "EAGLE",
           "smoke": "passed", "p2p": "on"}
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
 
 def test_full_report_holds_every_stage():
@@ -54,14 +58,26 @@ def test_pending_driver_params_need_reboot():
     assert dict(host_rows(report))["Reboot required"] == "yes"
 
 
+def _render_markdown(reports, title):
+    """playbooks/templates/sglang_report.md.j2 as the template lookup renders it (trim_blocks on)."""
+    import jinja2  # pylint: disable=import-outside-toplevel
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROOT, "playbooks", "templates")),
+                             trim_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["llmserve.sglang.sglang_report_rows"] = sglang_report_rows
+    return env.get_template("sglang_report.md.j2").render(__sglang_md_title=title, __sglang_md_reports=reports)
+
+
 def test_markdown_has_one_table_per_host_and_escapes_pipes():
     a = build_host_report("a", PREFLIGHT, DRIVER, SGLANG)
     b = build_host_report("b|x", None, None, dict(SGLANG, restarted=False, smoke="fail|ed"))
-    text = render_markdown([a, b], "T")
-    assert text.startswith("# T\n")
+    text = _render_markdown([a, b], "T")
+    assert text.startswith("# T\n\n## a\n\n| item | value |\n| --- | --- |\n| Stages | ")
     assert text.count("| item | value |") == 2
-    assert "fail\\|ed" in text
+    assert "| Smoke test | fail\\|ed |" in text
     assert "no restart this run" in text
+    # one line per row of the play output, nothing else in the table
+    assert len([line for line in text.splitlines() if line.startswith("| ") and line not in ("| item | value |", "| --- | --- |")]) \
+        == len(host_rows(a)) + len(host_rows(b))
 
 
 def test_text_rows_are_aligned():
