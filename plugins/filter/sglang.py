@@ -22,6 +22,10 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_args import
     url_path_problem,
     validate_server_config,
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_nodes import (
+    node_group_plan,
+    node_group_problems,
+)
 from ansible_collections.llmserve.sglang.plugins.module_utils.systemd_unit import (
     UnitValueError,
     device_allow_problems,
@@ -96,6 +100,28 @@ def sglang_device_problems(gpu_host, allowed_classes):
         raise AnsibleFilterError("sglang_device_problems: %s" % to_native(exc))
 
 
+def _check_group_input(name, group, prefix):
+    if group is not None and not isinstance(group, str):
+        raise AnsibleFilterError("%s: group must be the name of the inventory group, got %s" % (name, type(group).__name__))
+    if not isinstance(prefix, str):
+        raise AnsibleFilterError("%s: prefix must be a string, got %s" % (name, type(prefix).__name__))
+
+
+def sglang_node_group_check(nodes, group=None, prefix=DEFAULT_PREFIX):
+    """Return the rules the nodes of one multi-node server break (empty when the group is fine)."""
+    _check_group_input("sglang_node_group_check", group, prefix)
+    return node_group_problems(nodes, group=group, prefix=prefix)
+
+
+def sglang_node_group_plan(nodes, group=None, prefix=DEFAULT_PREFIX):
+    """Return inventory name -> {nnodes, node_rank, dist_init_addr, node_ifname}; fail on a bad group."""
+    _check_group_input("sglang_node_group_plan", group, prefix)
+    try:
+        return node_group_plan(nodes, group=group, prefix=prefix)
+    except SGLangConfigError as exc:
+        raise AnsibleFilterError(to_native(exc))
+
+
 class FilterModule(object):
     """SGLang server configuration filters."""
 
@@ -108,4 +134,6 @@ class FilterModule(object):
             "sglang_base_url": sglang_base_url,
             "sglang_url_path": sglang_url_path,
             "sglang_device_problems": sglang_device_problems,
+            "sglang_node_group_check": sglang_node_group_check,
+            "sglang_node_group_plan": sglang_node_group_plan,
         }
