@@ -343,8 +343,7 @@ class _Group(object):
             seen = {}
             for name in names:
                 raw = self.get(key, name)
-                if not _blank(raw):
-                    seen.setdefault(_canonical(raw), []).append(name)
+                seen.setdefault("(unset)" if _blank(raw) else _canonical(raw), []).append(name)
             if len(seen) > 1:
                 self.err(self.var(key), "differs between the nodes of %s (%s)" % (
                     self.label(), "; ".join("%s: %s" % (", ".join(h), t) for t, h in sorted(seen.items()))),
