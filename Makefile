@@ -29,7 +29,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
 help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest, build check, molecule"
 	@echo "make demo    - run playbooks/site.yml against the local demo test hosts (inventories/demo)"
-	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), rolling restart through the gateway (fleet)"
+	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), site.yml no-change one host vs two (demo hosts), rolling restart through the gateway (fleet)"
 	@echo "make molecule S='default preflight' - run some molecule scenarios"
 	@echo "make gpu-check - on a real NVIDIA host: facts, preflight, driver, device access, P2P; one JSON verdict"
 

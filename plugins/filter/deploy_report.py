@@ -12,9 +12,10 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_report impo
 )
 
 
-def sglang_host_report(host, preflight=None, driver=None, sglang=None, gateway_out=None, gateway_in=None):
+def sglang_host_report(host, preflight=None, driver=None, sglang=None, gateway_out=None, gateway_in=None,
+                       plan=None):
     return build_host_report(host, preflight or None, driver or None, sglang or None,
-                             gateway_states(gateway_out or None, gateway_in or None))
+                             gateway_states(gateway_out or None, gateway_in or None), plan or None)
 
 
 def sglang_report_markdown(reports, title="SGLang deployment report"):

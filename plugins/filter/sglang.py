@@ -13,6 +13,11 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_plan import (
+    PlanError,
+    plan_server,
+    rollout_batches,
+)
 from ansible_collections.llmserve.sglang.plugins.module_utils.sglang_args import (
     DEFAULT_PREFIX,
     SGLangConfigError,
@@ -122,6 +127,24 @@ def sglang_node_group_plan(nodes, group=None, prefix=DEFAULT_PREFIX):
         raise AnsibleFilterError(to_native(exc))
 
 
+def sglang_deploy_plan(state, managed, candidates, staging_dir, good_dir, extra=None, staged_attrs=None,
+                       good_attrs=None, install=None, account=None, restart_policy="on_change"):
+    """Return what a deployment changes (stage, swap, restart, last good copy, enable) from one deploy_state read."""
+    try:
+        return plan_server(state, managed, candidates, staging_dir, good_dir, extra=extra, staged_attrs=staged_attrs,
+                           good_attrs=good_attrs, install=install, account=account, restart_policy=restart_policy)
+    except (PlanError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError("sglang_deploy_plan: %s" % to_native(exc))
+
+
+def sglang_rollout_batches(hosts, serial=1):
+    """Return the batches a play with ``serial`` makes of ``hosts`` (Ansible's own rules)."""
+    try:
+        return rollout_batches(hosts, serial)
+    except PlanError as exc:
+        raise AnsibleFilterError("sglang_rollout_batches: %s" % to_native(exc))
+
+
 class FilterModule(object):
     """SGLang server configuration filters."""
 
@@ -136,4 +159,6 @@ class FilterModule(object):
             "sglang_device_problems": sglang_device_problems,
             "sglang_node_group_check": sglang_node_group_check,
             "sglang_node_group_plan": sglang_node_group_plan,
+            "sglang_deploy_plan": sglang_deploy_plan,
+            "sglang_rollout_batches": sglang_rollout_batches,
         }

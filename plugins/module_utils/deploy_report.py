@@ -7,6 +7,7 @@
 ``sglang_server_report``); a stage that did not run (tags, failure) gives ``None`` and shows as "not run".
 ``gateway_states`` turns the results of taking a worker out of its gateways and putting it back
 (llmserve.sglang.gateway_worker, looped over the gateways) into the host's rows of gateway state.
+The site playbook's plan (``sglang_plan``: what the run planned to change on the host) is kept with it.
 ``render_markdown`` turns a list of host reports into the Markdown file and the play output.
 """
 
@@ -77,14 +78,18 @@ def _gateway_text(row):
     return "%s: %s" % (row.get("gateway"), ", ".join(parts))
 
 
-def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=None):
+def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=None, plan=None):
     """Return the report dict of one host. Every argument but ``host`` may be ``None``.
 
-    ``gateways`` is the list from ``gateway_states`` (empty or ``None``: no gateway was touched this run).
+    ``gateways`` is the list from ``gateway_states`` (empty or ``None``: no gateway was touched this run);
+    ``plan`` is the site playbook's ``sglang_plan``.
     """
     report = {"host": host, "stages": {}}
     if gateways:
         report["gateways"] = list(gateways)
+    if plan is not None:
+        report["plan"] = {"changes": list(plan.get("changes") or []),
+                          "restart_needed": bool(plan.get("restart_needed"))}
 
     if preflight:
         gpus = preflight.get("gpus") or []
@@ -184,6 +189,8 @@ def host_rows(report):
         rows.append(("Metrics", sg["metrics_url"]))
     if report.get("gateways"):
         rows.append(("Gateways", "; ".join(_gateway_text(row) for row in report["gateways"])))
+    if "plan" in report:
+        rows.append(("Planned changes", "; ".join(report["plan"]["changes"]) or "none"))
     if sg.get("error"):
         rows.append(("Deployment error", _fmt(sg.get("error"))))
     if sg.get("rollback_error"):

@@ -128,10 +128,25 @@ msg:
   description: One sentence naming O(own_file) and every conflicting source, or saying there is none.
   returned: always
   type: str
+own_file_state:
+  description:
+    - What O(own_file) is on the host (read under O(root), the file itself not followed), so that a caller that plans
+      a change of it needs no second read. C(exists) is false and C(type) null when there is no such file.
+  returned: when O(own_file) is given
+  type: dict
+  sample: {exists: true, type: file, uid: 0, gid: 0, owner: root, group: root, mode: "0644", size: 401, sha256: "6c1f..."}
+own_dir_state:
+  description: The same for the directory of O(own_file).
+  returned: when O(own_file) is given
+  type: dict
+  sample: {exists: true, type: directory, uid: 0, gid: 0, owner: root, group: root, mode: "0755", size: 4096}
 """
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_state import StateError, inspect_path
 from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_modules import (
     MODPROBE_CONFIG_DIRS,
     find_option_conflicts,
@@ -169,7 +184,15 @@ def main():
     except (OSError, ValueError) as exc:
         module.fail_json(msg="cannot scan the modprobe configuration under %s: %s" % (p["root"], exc))
     msg = format_conflicts(conflicts, own or "the managed file", module=p["module"])
-    module.exit_json(changed=False, conflicts=conflicts, files=files, msg=msg)
+    states = {}
+    if own:
+        host_path = os.path.join(p["root"], os.path.normpath(own).lstrip("/"))
+        try:
+            states = dict(own_file_state=inspect_path(host_path),
+                          own_dir_state=inspect_path(os.path.dirname(host_path), checksum=False))
+        except StateError as exc:
+            module.fail_json(msg="cannot inspect %s: %s" % (own, exc))
+    module.exit_json(changed=False, conflicts=conflicts, files=files, msg=msg, **states)
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def report_lines(summary):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("measurements")
     parser.add_argument("--json", help="write the summary here")
     args = parser.parse_args(argv)

@@ -57,7 +57,7 @@ def loop():
         one()
 
 
-threads = [threading.Thread(target=loop) for _ in range(CONCURRENCY)]
+threads = [threading.Thread(target=loop) for _index in range(CONCURRENCY)]
 for thread in threads:
     thread.start()
 for thread in threads:

@@ -137,7 +137,8 @@ def test_the_roles_checks_pass_for_a_good_gateway(tmp_path):
     result, rendered = _run_case(tmp_path, [w.port for w in workers], workers)
     assert result.returncode == 0, result.stdout[-6000:]
     with open(str(tmp_path / "workers_result.json")) as handle:
-        assert json.load(handle) == {"missing": [], "unhealthy": [], "extra": [], "ok": True}
+        assert json.load(handle) == {"missing": [], "unhealthy": [], "extra": [], "ok": True,
+                                     "states": {url: "healthy" for url in rendered["worker_urls"]}}
     assert "Check that the control plane refused the call" in result.stdout
     for key in (WORKER_KEY, ADMIN_KEY):
         assert key not in result.stdout + result.stderr

@@ -81,3 +81,36 @@ def test_syntax_check_with_the_example_inventory():
         capture_output=True, text=True, check=False, timeout=300,
         env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=tree, ANSIBLE_NOCOLOR="1"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_workers_bound_to_every_address_get_their_network_facts(tmp_path):
+    """plays/worker_addresses.yml, run for real: a worker that binds 0.0.0.0 without an ansible_host has its network
+    facts read (the gateway reaches it at its default address); one with an ansible_host, or bound to one address,
+    is not contacted."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(
+        "all:\n"
+        "  vars: {ansible_connection: local, ansible_python_interpreter: %s}\n"
+        "  children:\n"
+        "    sglang_gateways: {hosts: {gw: {}}}\n"
+        "    sglang_servers:\n"
+        "      hosts:\n"
+        "        wildcard: {sglang_server_host: 0.0.0.0}\n"
+        "        named: {sglang_server_host: 0.0.0.0, ansible_host: 127.0.0.1}\n"
+        "        loopback: {sglang_server_host: 127.0.0.1}\n" % sys.executable)
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        "- ansible.builtin.import_playbook: %s\n"
+        "- hosts: gw\n"
+        "  gather_facts: false\n"
+        "  tasks:\n"
+        "    - ansible.builtin.debug:\n"
+        "        msg: \"FACTS {{ groups['sglang_servers'] | map('extract', hostvars) | selectattr('ansible_facts.interfaces', 'defined')"
+        " | map(attribute='inventory_hostname') | list | to_json }}\"\n"
+        % os.path.join(ROOT, "playbooks", "plays", "worker_addresses.yml"))
+    result = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory), str(playbook)],
+        # facts only from this run: a fact cache (the project's ansible.cfg has one) could hold an earlier run's
+        capture_output=True, text=True, timeout=300, check=False, env=dict(os.environ, ANSIBLE_CACHE_PLUGIN="memory"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert 'FACTS [\\"wildcard\\"]' in result.stdout or 'FACTS ["wildcard"]' in result.stdout, result.stdout[-3000:]

@@ -73,3 +73,13 @@ def test_params_are_required():
         with pytest.raises(FailJson) as exc:
             mod.main()
     assert "params" in exc.value.args[0]["msg"]
+
+
+def test_reports_the_own_file_and_its_directory_for_the_plan(tmp_path):
+    _write(tmp_path, OWN, 'options nvidia NVreg_RegistryDwords="DmaRemapPeerMmio=1"\n')
+    result = _run({"params": ["NVreg_RegistryDwords"], "own_file": OWN, "root": str(tmp_path)})
+    assert result["own_file_state"]["type"] == "file" and len(result["own_file_state"]["sha256"]) == 64
+    assert result["own_dir_state"]["type"] == "directory" and "sha256" not in result["own_dir_state"]
+    os.remove(os.path.join(str(tmp_path), OWN.lstrip("/")))
+    result = _run({"params": ["NVreg_RegistryDwords"], "own_file": OWN, "root": str(tmp_path)})
+    assert result["own_file_state"] == {"exists": False, "type": None}

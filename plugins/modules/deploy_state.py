@@ -1,0 +1,404 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: deploy_state
+short_description: Check, create and read back a deployment's directories and files in one execution
+version_added: 0.1.0
+description:
+  - Does in one module execution what a deployment otherwise does in a loop of M(ansible.builtin.stat),
+    M(ansible.builtin.file) and M(ansible.builtin.copy) tasks, so that a run that changes nothing costs one round trip.
+  - "In this order: checks that root alone controls O(trusted_dir) and every directory above it; checks every wanted
+    directory and file (a symbolic link or an object of the wrong type in a wanted place is refused, and then nothing
+    at all is changed); creates or fixes the directories (O(directories)) and writes the files whose content, owner,
+    group or mode differ (O(files)); and finally describes O(inspect) paths, reads O(read) files, looks up the
+    accounts (O(user), O(group)), reads the state of a systemd O(unit) and runs one read-only O(probe_argv) command."
+  - The last component of a path is never followed. Ownership and modes are changed through descriptors opened with
+    C(O_NOFOLLOW), so a link planted in a wanted place never redirects a change. A file's content is written to a new
+    file in the same directory and renamed over the old one, so readers see the old or the new file, never half of one.
+  - Only what differs is changed; a run on a host where everything is in place changes nothing.
+author: llmserve developers (@llmserve)
+attributes:
+  check_mode:
+    description: Can run in check mode and then reports what it would change without changing anything.
+    support: full
+    details:
+      - In check mode nothing is created or written. RV(directories) and RV(files) say what would change; the
+        refusals (O(trusted_dir), links, wrong types) fail as they would outside check mode. An owner or group that
+        does not exist yet (an account that an earlier task of the same run would create) counts as a change there,
+        and fails outside check mode.
+      - O(inspect), O(read), O(unit) and O(probe_argv) run in check mode too (they only read).
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+options:
+  trusted_dir:
+    description:
+      - A directory root keeps state in and later restores from (as root). It and every directory above it (but C(/))
+        that exists must be a directory, not a symbolic link, owned by root and not writable by group or others;
+        otherwise the module fails before it changes anything.
+      - A part that O(directories) lists with owner V(root) and a mode closed to group and others may have the wrong
+        owner or mode; it is fixed first, and the whole path is checked again before anything is read back.
+      - Parts that do not exist yet are created by O(directories) when listed there.
+    type: path
+  trusted_dir_name:
+    description: How failure messages name O(trusted_dir) (the variable that set it).
+    type: str
+    default: trusted_dir
+  directories:
+    description:
+      - Directories that must exist with the given owner, group and mode, in order (list a parent before its children).
+      - A missing directory is created, missing parents too (with the same owner, group and mode).
+      - A path that exists but is a symbolic link or not a directory fails the module before anything changes.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute, normalised path.
+        type: path
+        required: true
+      owner:
+        description: User name or uid; left as it is when not given.
+        type: str
+      group:
+        description: Group name or gid; left as it is when not given.
+        type: str
+      mode:
+        description: Permission bits as an octal string (V('0750')); left as they are when not given.
+        type: raw
+  files:
+    description:
+      - Files that must exist with the given content, owner, group and mode, written only when something differs.
+      - A path that exists but is not a regular file (a symbolic link, a directory) fails the module before anything
+        changes. The directory of each file must exist (list it in O(directories)).
+      - An existing file keeps the owner, group and mode that are not given; a new one gets the module's user and
+        the mode V('0600') then.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Absolute, normalised path.
+        type: path
+        required: true
+      content:
+        description:
+          - The content (text, written as UTF-8). Never shown in any output (it may hold secrets).
+          - Exactly one of O(files[].content) and O(files[].src) is required.
+        type: str
+      src:
+        description:
+          - A regular file on the host whose bytes are the content (never read through a symbolic link).
+        type: path
+      owner:
+        description: User name or uid.
+        type: str
+      group:
+        description: Group name or gid.
+        type: str
+      mode:
+        description: Permission bits as an octal string (V('0640')).
+        type: raw
+  inspect:
+    description: Paths to describe in RV(paths), without following a link at the last component.
+    type: list
+    elements: path
+    default: []
+  checksum:
+    description: Whether RV(paths) gives the sha256 of regular files.
+    type: bool
+    default: true
+  read:
+    description: Small regular files (1 MiB at most) whose text comes back in RV(contents); not for secrets.
+    type: list
+    elements: path
+    default: []
+  user:
+    description: A user account to look up (the C(user) entry of RV(accounts)).
+    type: str
+  group:
+    description: A group to look up (the C(group) entry of RV(accounts)).
+    type: str
+  unit:
+    description: A systemd unit whose C(ActiveState), C(SubState) and C(UnitFileState) come back in RV(unit).
+    type: str
+  probe_argv:
+    description:
+      - A read-only command (argument vector, no shell) to run after everything else, for example a version probe.
+        Its exit status and output come back in RV(probe). It runs in check mode too.
+      - A missing or non-executable program gives a C(rc) of null in RV(probe) instead of a failure.
+    type: list
+    elements: str
+    default: []
+notes:
+  - Runs as root to create directories and files of other users.
+seealso:
+  - module: ansible.builtin.file
+  - module: ansible.builtin.copy
+  - module: ansible.builtin.stat
+"""
+
+EXAMPLES = r"""
+- name: Check the state directory, create the cache and state directories, stage the files that differ
+  llmserve.sglang.deploy_state:
+    trusted_dir: /var/lib/llmserve-sglang/sglang
+    trusted_dir_name: sglang_server_state_dir
+    directories:
+      - {path: /var/lib/sglang/cache, owner: sglang, group: sglang, mode: "0750"}
+      - {path: /var/lib/llmserve-sglang/sglang/staging, owner: root, group: root, mode: "0700"}
+    files:
+      - {path: /var/lib/llmserve-sglang/sglang/staging/sglang.yaml, content: "{{ config_text }}",
+         owner: root, group: root, mode: "0600"}
+    inspect:
+      - /etc/sglang/sglang.yaml
+      - /var/lib/llmserve-sglang/sglang/last-good/sglang.yaml
+    user: sglang
+    unit: sglang
+  no_log: true
+
+- name: Copy the staged files into place (only those that differ)
+  llmserve.sglang.deploy_state:
+    files:
+      - {path: /etc/sglang/sglang.yaml, src: /var/lib/llmserve-sglang/sglang/staging/sglang.yaml,
+         owner: root, group: sglang, mode: "0640"}
+"""
+
+RETURN = r"""
+changed:
+  description: Whether a directory or file was created or changed (would be, in check mode).
+  returned: always
+  type: bool
+directories:
+  description: One entry per O(directories) item, in order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The directory.
+      type: str
+    changes:
+      description: What was (or would be) changed, among V(created), V(owner), V(group) and V(mode).
+      type: list
+      elements: str
+  sample: [{path: /var/lib/sglang/cache, changes: [mode]}]
+files:
+  description: One entry per O(files) item, in order (never with the content).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The file.
+      type: str
+    changes:
+      description: What was (or would be) changed, among V(created), V(content), V(owner), V(group) and V(mode).
+      type: list
+      elements: str
+  sample: [{path: /etc/sglang/sglang.yaml, changes: []}]
+paths:
+  description:
+    - For each O(inspect) path (after the changes above), what is there. C(exists) is false and C(type) null when
+      nothing is; C(type) is V(file), V(directory), V(link) or V(other).
+  returned: always
+  type: dict
+  sample:
+    /etc/sglang/sglang.yaml: {exists: true, type: file, uid: 0, gid: 998, owner: root, group: sglang, mode: "0640",
+                              size: 155, sha256: "9f2c..."}
+    /opt/sglang/venv: {exists: true, type: link, target: /opt/sglang/venv-0.5.23-eae79ea017bf, mode: "0777"}
+contents:
+  description: For each O(read) path, its text, or null when it does not exist.
+  returned: always
+  type: dict
+accounts:
+  description: What O(user) and O(group) are on the host (C(exists) false when there is no such account).
+  returned: always
+  type: dict
+  sample:
+    user: {exists: true, name: sglang, uid: 998, gid: 998, home: /var/lib/sglang, shell: /usr/sbin/nologin}
+    group: {exists: true, name: sglang, gid: 998}
+unit:
+  description: C(ActiveState), C(SubState) and C(UnitFileState) of O(unit) as systemctl shows them (empty without O(unit)).
+  returned: always
+  type: dict
+  sample: {ActiveState: active, SubState: running, UnitFileState: enabled}
+probe:
+  description: C(rc), C(stdout) and C(stderr) of O(probe_argv) (empty without it; C(rc) null when it could not run).
+  returned: always
+  type: dict
+  sample: {rc: 0, stdout: "0.5.23\n", stderr: ""}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_state import (
+    MAX_READ,
+    Directory,
+    File,
+    StateError,
+    account_info,
+    apply_directory,
+    apply_file,
+    check_path,
+    inspect_path,
+    parse_systemctl_show,
+    plan_directory,
+    plan_file,
+    printable,
+    read_regular,
+    trust_problems,
+)
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            trusted_dir=dict(type="path"),
+            trusted_dir_name=dict(type="str", default="trusted_dir"),
+            directories=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                owner=dict(type="str"),
+                group=dict(type="str"),
+                mode=dict(type="raw"),
+            )),
+            files=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                content=dict(type="str", no_log=True),
+                src=dict(type="path"),
+                owner=dict(type="str"),
+                group=dict(type="str"),
+                mode=dict(type="raw"),
+            ), mutually_exclusive=[("content", "src")], required_one_of=[("content", "src")]),
+            inspect=dict(type="list", elements="path", default=[]),
+            checksum=dict(type="bool", default=True),
+            read=dict(type="list", elements="path", default=[]),
+            user=dict(type="str"),
+            group=dict(type="str"),
+            unit=dict(type="str"),
+            probe_argv=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def check_trust(path, name, fixed=()):
+    """Fail unless root alone controls ``path``; directories in ``fixed`` (that O(directories) gives to root with a
+    mode closed to group and others) may still have the wrong owner or mode: they are fixed before anything is read."""
+    problems = [(part, found) for part, found, fixable in trust_problems(path) if not (fixable and part in fixed)]
+    if problems:
+        raise StateError(" ".join(
+            "%s: %s must be a directory owned by root and writable by root only (found: %s). Root restores what it "
+            "keeps below %s, so whoever can change it could run commands as root. Fix the ownership and mode, or "
+            "choose another %s." % (printable(name), printable(part), found, printable(path), printable(name))
+            for part, found in problems))
+
+
+def file_spec(item):
+    path = check_path(item["path"], "files")
+    if item.get("src") is not None:
+        src = check_path(item["src"], "files[].src of %s" % path)
+        data = read_regular(src)
+        if data is None:
+            raise StateError("files: the source %s of %s does not exist" % (printable(src), printable(path)))
+    else:
+        data = item["content"].encode("utf-8", "surrogateescape")
+    return File(path, data, item.get("owner"), item.get("group"), item.get("mode"))
+
+
+def unit_state(module, name):
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        raise StateError("unit %s: systemctl is not installed on this host" % printable(name))
+    rc, out, err = module.run_command([systemctl, "show", "-p", "ActiveState", "-p", "SubState", "-p", "UnitFileState",
+                                       "--", name])
+    if rc != 0:
+        raise StateError("systemctl show %s failed (rc=%d): %s" % (printable(name), rc, printable(err.strip(), 500)))
+    return parse_systemctl_show(out)
+
+
+def probe(module, argv):
+    program = argv[0]
+    if not os.path.isabs(program):
+        program = module.get_bin_path(program) or program
+    if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+        return dict(rc=None, stdout="", stderr="%s: no such executable" % printable(argv[0]))
+    rc, out, err = module.run_command([program] + list(argv[1:]))
+    return dict(rc=rc, stdout=out, stderr=err)
+
+
+def run(module):
+    p = module.params
+    result = dict(changed=False, directories=[], files=[], paths={}, contents={}, accounts={}, unit={}, probe={})
+    # 1. checks: nothing is changed when any of them fails
+    directories = [Directory(d["path"], d.get("owner"), d.get("group"), d.get("mode")) for d in p["directories"]]
+    if p["trusted_dir"] is not None:
+        check_path(p["trusted_dir"], "trusted_dir")
+        fixed = set(d.path for d in directories if d.uid == 0 and d.mode is not None and not d.mode & 0o022)
+        check_trust(p["trusted_dir"], p["trusted_dir_name"], fixed)
+    files = [file_spec(f) for f in p["files"]]
+    if not module.check_mode:
+        for spec in directories + files:
+            missing = spec.unresolved()
+            if missing:
+                raise StateError("%s: %s does not exist on this host" % (spec.path, " and ".join(missing)))
+    dir_plans = [plan_directory(spec) for spec in directories]
+    planned_new = set(path for plan in dir_plans for path in plan["create"])
+    file_plans = []
+    for spec in files:
+        # a file below a directory that is still to be created is a new file; in check mode its directory may also
+        # be one that an earlier task of the run would create (a new virtualenv)
+        parent = os.path.dirname(spec.path)
+        if parent in planned_new or (module.check_mode and not os.path.isdir(parent)):
+            file_plans.append(dict(path=spec.path, exists=False, content_changed=True, changes=["created"]))
+        else:
+            file_plans.append(plan_file(spec))
+    # 2. changes
+    if not module.check_mode:
+        for spec, plan in zip(directories, dir_plans):
+            apply_directory(spec, plan)
+        if p["trusted_dir"] is not None:
+            check_trust(p["trusted_dir"], p["trusted_dir_name"])
+        for spec, plan in zip(files, file_plans):
+            apply_file(spec, plan)
+    result["directories"] = [dict(path=plan["path"], changes=plan["changes"]) for plan in dir_plans]
+    result["files"] = [dict(path=plan["path"], changes=plan["changes"]) for plan in file_plans]
+    result["changed"] = any(plan["changes"] for plan in dir_plans + file_plans)
+    # 3. reading back
+    for path in p["inspect"]:
+        result["paths"][path] = inspect_path(check_path(path, "inspect"), checksum=p["checksum"])
+    for path in p["read"]:
+        data = read_regular(check_path(path, "read"), limit=MAX_READ)
+        result["contents"][path] = None if data is None else data.decode("utf-8", "replace")
+    result["accounts"] = account_info(p["user"], p["group"])
+    if p["unit"]:
+        result["unit"] = unit_state(module, p["unit"])
+    if p["probe_argv"]:
+        result["probe"] = probe(module, p["probe_argv"])
+    return result
+
+
+def main():
+    module = build_module()
+    try:
+        result = run(module)
+    except StateError as exc:
+        module.fail_json(msg=str(exc))
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg="deploy_state: %s" % exc)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
