@@ -137,10 +137,11 @@ def sglang_deploy_plan(state, managed, candidates, staging_dir, good_dir, extra=
         raise AnsibleFilterError("sglang_deploy_plan: %s" % to_native(exc))
 
 
-def sglang_rollout_batches(hosts, serial=1):
-    """Return the batches a play with ``serial`` makes of ``hosts`` (Ansible's own rules)."""
+def sglang_rollout_batches(hosts, serial=1, groups=None):
+    """Return the batches a play with ``serial`` makes of ``hosts`` (Ansible's own rules); with ``groups`` (host ->
+    multi-node server group) ``serial`` counts servers and a group's nodes stay together in one batch."""
     try:
-        return rollout_batches(hosts, serial)
+        return rollout_batches(hosts, serial, groups)
     except PlanError as exc:
         raise AnsibleFilterError("sglang_rollout_batches: %s" % to_native(exc))
 
