@@ -130,3 +130,23 @@ def test_no_gateway_touched_gives_no_gateway_rows():
     assert gateway_states(None, None) == [] and gateway_states(skipped, {"skipped": True}) == []
     report = build_host_report("w1", None, None, SGLANG, [])
     assert "gateways" not in report and "Gateways" not in dict(host_rows(report))
+
+
+def test_multinode_server_is_shown_once_with_its_nodes():
+    rank0 = build_host_report("node-b", None, None, dict(SGLANG, node_group="big", node_rank="0"))
+    rank1 = build_host_report("node-a", None, None, dict(SGLANG, node_group="big", node_rank=1, smoke="skipped"))
+    single = build_host_report("single", None, None, SGLANG)
+    assert rank0["sglang"]["node_group"] == "big" and rank0["sglang"]["node_rank"] == 0
+    assert "node_group" not in single["sglang"]
+    assert ("Multi-node server", "big, node rank 1 (rank 0 serves the API and is smoke-tested)") in host_rows(rank1)
+    text = render_markdown([single, rank1, rank0])
+    servers = text.split("## Servers")[1].split("\n## ")[0]
+    # one row per server, the nodes by rank, rank 0's smoke test
+    assert servers.count("| big |") == 1 and servers.count("| single |") == 1
+    assert "| big | node-b (rank 0), node-a (rank 1) | serving | passed |" in servers
+    # a node that failed differently is named with its own state
+    failed = build_host_report("node-a", None, None, dict(SGLANG, node_group="big", node_rank=1, ready=False,
+                                                          state="rolled back to the last good configuration"))
+    assert "node-b: serving; node-a: rolled back" in render_markdown([rank0, failed])
+    # without a multi-node server the report has no servers table
+    assert "## Servers" not in render_markdown([single])
