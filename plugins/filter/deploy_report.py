@@ -10,6 +10,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report impo
     host_stats,
     host_rows,
     render_text,
+    server_rows,
 )
 
 
@@ -28,6 +29,14 @@ def sglang_report_rows(report):
     return [list(row) for row in host_rows(report)]
 
 
+def sglang_report_servers(reports):
+    """One row per server (server, nodes, state, rank 0's smoke test); empty without a multi-node server."""
+    reports = list(reports)
+    if not any((r.get("sglang") or {}).get("node_group") for r in reports):
+        return []
+    return [list(row) for row in server_rows(reports)]
+
+
 def sglang_report_text(report):
     return render_text(report)
 
@@ -40,5 +49,6 @@ class FilterModule(object):
             "sglang_host_report": sglang_host_report,
             "sglang_host_stats": sglang_host_stats,
             "sglang_report_rows": sglang_report_rows,
+            "sglang_report_servers": sglang_report_servers,
             "sglang_report_text": sglang_report_text,
         }

@@ -26,6 +26,10 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import
     url_path_problem,
     validate_server_config,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_nodes import (
+    node_group_plan,
+    node_group_problems,
+)
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import (
     UnitValueError,
     device_allow_problems,
@@ -94,6 +98,28 @@ def sglang_device_problems(gpu_host, allowed_classes):
         raise AnsibleFilterError("sglang_device_problems: %s" % to_native(exc))
 
 
+def _check_group_input(name, group, prefix):
+    if group is not None and not isinstance(group, str):
+        raise AnsibleFilterError("%s: group must be the name of the inventory group, got %s" % (name, type(group).__name__))
+    if not isinstance(prefix, str):
+        raise AnsibleFilterError("%s: prefix must be a string, got %s" % (name, type(prefix).__name__))
+
+
+def sglang_node_group_check(nodes, group=None, prefix=DEFAULT_PREFIX):
+    """Return the rules the nodes of one multi-node server break (empty when the group is fine)."""
+    _check_group_input("sglang_node_group_check", group, prefix)
+    return node_group_problems(nodes, group=group, prefix=prefix)
+
+
+def sglang_node_group_plan(nodes, group=None, prefix=DEFAULT_PREFIX):
+    """Return inventory name -> {nnodes, node_rank, dist_init_addr, node_ifname}; fail on a bad group."""
+    _check_group_input("sglang_node_group_plan", group, prefix)
+    try:
+        return node_group_plan(nodes, group=group, prefix=prefix)
+    except SGLangConfigError as exc:
+        raise AnsibleFilterError(to_native(exc))
+
+
 def sglang_deploy_plan(state, managed, candidates, staging_dir, good_dir, extra=None, staged_attrs=None,
                        good_attrs=None, install=None, account=None, restart_policy="on_change"):
     """Return what a deployment changes (stage, swap, restart, last good copy, enable) from one deploy_state read."""
@@ -104,10 +130,11 @@ def sglang_deploy_plan(state, managed, candidates, staging_dir, good_dir, extra=
         raise AnsibleFilterError("sglang_deploy_plan: %s" % to_native(exc))
 
 
-def sglang_rollout_batches(hosts, serial=1):
-    """Return the batches a play with ``serial`` makes of ``hosts`` (Ansible's own rules)."""
+def sglang_rollout_batches(hosts, serial=1, groups=None):
+    """Return the batches a play with ``serial`` makes of ``hosts`` (Ansible's own rules); with ``groups`` (host ->
+    multi-node server group) ``serial`` counts servers and a group's nodes stay together in one batch."""
     try:
-        return rollout_batches(hosts, serial)
+        return rollout_batches(hosts, serial, groups)
     except PlanError as exc:
         raise AnsibleFilterError("sglang_rollout_batches: %s" % to_native(exc))
 
@@ -123,6 +150,8 @@ class FilterModule(object):
             "sglang_base_url": sglang_base_url,
             "sglang_url_path": sglang_url_path,
             "sglang_device_problems": sglang_device_problems,
+            "sglang_node_group_check": sglang_node_group_check,
+            "sglang_node_group_plan": sglang_node_group_plan,
             "sglang_deploy_plan": sglang_deploy_plan,
             "sglang_rollout_batches": sglang_rollout_batches,
         }

@@ -181,10 +181,35 @@ def _batch_size(value, total):
         raise PlanError("serial: %r is not a batch size" % (value,))
 
 
-def rollout_batches(hosts, serial):
+def rollout_batches(hosts, serial, groups=None):
     """The batches a play with ``serial`` makes of ``hosts`` (a scalar or a list of sizes/percentages; 0, an empty
-    list or None make one batch)."""
+    list or None make one batch).
+
+    ``groups`` (host -> the multi-node server group it belongs to; empty or missing for a single-host server) makes
+    ``serial`` count servers instead of hosts: the nodes of one group form one unit, placed where its first node is
+    in ``hosts``, and are never split over batches. Flattened, the batches are the rollout's host order, and their
+    lengths the ``serial`` list that makes Ansible cut exactly these batches."""
     hosts = list(hosts or [])
+    if groups:
+        if not isinstance(groups, dict):
+            raise PlanError("groups: %r is not a mapping of host to group" % (groups,))
+        units = []
+        by_group = {}
+        for host in hosts:
+            group = groups.get(host) or ""
+            if not group:
+                units.append([host])
+            elif group in by_group:
+                by_group[group].append(host)
+            else:
+                by_group[group] = [host]
+                units.append(by_group[group])
+        return [[host for unit in batch for host in unit] for batch in _batches(units, serial)]
+    return _batches(hosts, serial)
+
+
+def _batches(hosts, serial):
+    hosts = list(hosts)
     if serial is None or serial == "":
         sizes = []
     elif isinstance(serial, (list, tuple)):

@@ -145,6 +145,10 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
         for key in ("error", "rollback_error"):
             if sglang.get(key):
                 report["sglang"][key] = sglang[key]
+        # one node of a multi-node server (docs/multinode.md): the run report shows the server once, with its nodes
+        if sglang.get("node_group"):
+            report["sglang"]["node_group"] = sglang["node_group"]
+            report["sglang"]["node_rank"] = _int_or_none(sglang.get("node_rank"))
     else:
         report["stages"]["sglang"] = NOT_RUN
     return report
@@ -174,6 +178,12 @@ def host_stats(report):
     if sg.get("error"):
         stats["error"] = str(sg["error"])
     return stats
+
+def _int_or_none(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _fmt(value):
@@ -208,6 +218,12 @@ def host_rows(report):
         ("Driver params", "%s; pending: %s" % (_fmt(drv.get("desired")), _fmt(drv.get("pending"))) if drv else "-"),
         ("Reboot required", _fmt(report.get("reboot_required"))),
         ("SGLang version", _fmt(sg.get("version"))),
+    ]
+    if sg.get("node_group"):
+        rows.append(("Multi-node server", "%s, node rank %s%s" % (
+            sg["node_group"], _fmt(sg.get("node_rank")),
+            " (serves the API)" if sg.get("node_rank") == 0 else " (rank 0 serves the API and is smoke-tested)")))
+    rows += [
         ("Tensor parallel", _fmt(sg.get("tp_size"))),
         ("Speculative (requested)", _fmt(spec) if spec else "off"),
         ("Speculative (server reports)", _fmt(sg.get("speculative_reported"))),
@@ -225,6 +241,37 @@ def host_rows(report):
     if sg.get("rollback_error"):
         rows.append(("Rollback error", _fmt(sg.get("rollback_error"))))
     return rows
+
+
+def server_rows(reports):
+    """One row per server: (server, nodes, state, smoke test). A single host is its own server; the nodes of a
+    multi-node server are listed once under their group, by rank (rank 0 serves the API and is smoke-tested). The
+    state is shared when all nodes agree, else each node's."""
+    rows = []
+    groups = {}
+    for report in reports:
+        sg = report.get("sglang") or {}
+        state = (report.get("stages") or {}).get("sglang", NOT_RUN)
+        group = sg.get("node_group")
+        if not group:
+            rows.append([report.get("host"), [(report.get("host"), None, state, sg.get("smoke"))]])
+            continue
+        if group not in groups:
+            groups[group] = [group, []]
+            rows.append(groups[group])
+        groups[group][1].append((report.get("host"), sg.get("node_rank"), state, sg.get("smoke")))
+    out = []
+    for name, nodes in rows:
+        nodes = sorted(nodes, key=lambda n: (n[1] is None, n[1] if n[1] is not None else 0, n[0]))
+        states = sorted(set(n[2] for n in nodes))
+        if nodes[0][1] is None:
+            out.append((name, name, states[0], _fmt(nodes[0][3])))
+            continue
+        text = ", ".join("%s (rank %s)" % (host, _fmt(rank)) for host, rank, _s, _m in nodes)
+        state = states[0] if len(states) == 1 else "; ".join("%s: %s" % (host, s) for host, _r, s, _m in nodes)
+        smoke = [m for _h, rank, _s, m in nodes if rank == 0]
+        out.append((name, text, state, _fmt(smoke[0] if smoke else None)))
+    return out
 
 
 def render_text(report):

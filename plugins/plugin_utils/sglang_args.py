@@ -9,13 +9,16 @@ The input ``cfg`` is the ``sglang_server`` role's variables without their prefix
     model_path, served_model_name, host, port, tp_size, gpus, speculative, args, env, base_env,
     api_key, hf_token, p2p, p2p_ok, allow_unauthenticated, config_path, version,
     unit_name, user, group, home, config_dir, venv, python,
-    ready_path, probe_ca_path, probe_validate_certs
+    ready_path, probe_ca_path, probe_validate_certs,
+    nnodes, node_rank, dist_init_addr, node_ifname
 
 ``env`` is the user's environment (``sglang_server_env``); ``base_env`` the role's own
 (``__sglang_server_base_env``, which puts the log redaction hook on ``PYTHONPATH``): the user's values
 win, except for the names that would switch the hook off, which are refused in ``env``. The keys of
 the second and third line are optional and only checked when given (they reach the unit file or the
-readiness probe, not SGLang's command line).
+readiness probe, not SGLang's command line). The keys of the last line describe one node of a multi-node
+server; the controller computes them from the node group (``sglang_nodes.node_group_plan``) and they
+render ``--nnodes``/``--node-rank``/``--dist-init-addr`` and ``NCCL_SOCKET_IFNAME``/``GLOO_SOCKET_IFNAME``.
 
 Every text that reaches the unit, the ``--config`` file, the environment file or the command line is
 refused when it holds a control character (see ``systemd_unit``).
@@ -106,6 +109,20 @@ DEDICATED_FLAGS = {
 }
 DEDICATED_FLAGS.update((dest, "speculative." + key) for key, dest in SPECULATIVE_KEYS)
 
+# Multi-node flags: computed from the inventory's node group (cfg keys of the same name); dest -> the role
+# variable that decides it. Refused in ``args``.
+MULTINODE_FLAGS = {
+    "nnodes": "node_group",
+    "node_rank": "node_rank",
+    "dist_init_addr": "dist_init_host",
+}
+# Environment the node's interface (cfg key node_ifname) sets; refused in ``env`` on a multi-node server.
+IFNAME_ENV = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
+# What the multi-node settings are made of (for the messages).
+_MULTINODE_HINT = ("the role derives --nnodes, --node-rank and --dist-init-addr from the inventory: put the hosts "
+                   "in one group, set sglang_server_node_group to its name on them and, where needed, "
+                   "sglang_server_node_rank, sglang_server_dist_init_host and sglang_server_dist_init_port")
+
 # Flags the role manages itself and that make no sense in ``args``.
 MANAGED_FLAGS = {
     "config": "the role writes its own --config file (it carries the API key); put the settings in this dict instead",
@@ -154,12 +171,41 @@ _HUMAN_INT = re.compile(r"([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?")
 _NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
 # A readiness path: one leading '/', then RFC 3986 path characters or %XX, without '@' and '\'.
 _URL_PATH = re.compile(r"/(?!/)(?:[A-Za-z0-9._~!$&'()*+,;=:/-]|%[0-9A-Fa-f]{2})*")
+# Linux network interface names: at most 15 bytes, no '/' or whitespace.
+_IFNAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 
 _UNSET = object()
 
 # SGLang turns each --config key into '--key' followed by the value as a separate argument.
 _DASH_SECRET = ("must not start with '-' (value not shown): SGLang passes the --config file's values to its parser as "
                 "separate arguments, which reads such a value as an option and does not start")
+
+
+def _parse_host_port(text):
+    """``(host, port)`` from ``IPv4:PORT`` or ``[IPv6]:PORT``, or the rule it breaks (a string)."""
+    if not isinstance(text, str):
+        return "it must be a string HOST:PORT"
+    problem = control_problem(text)
+    if problem:
+        return problem
+    text = text.strip()
+    match = re.fullmatch(r"\[([^\]]+)\]:([0-9]+)", text) or re.fullmatch(r"([^:\[\]]+):([0-9]+)", text)
+    if not match:
+        return "it must be IPv4:PORT or [IPv6]:PORT (SGLang needs IPv6 addresses in brackets)"
+    host, port = match.group(1), int(match.group(2))
+    try:
+        import netaddr  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return "it cannot be checked because the Python package 'netaddr' is missing on the controller"
+    try:
+        address = netaddr.IPAddress(host)
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        return "the host part %r is not an IP address" % host
+    if address.version == 6 and not text.startswith("["):
+        return "an IPv6 address must be in brackets"
+    if not 1 <= port <= 65535:
+        return "the port %d is not between 1 and 65535" % port
+    return host, port
 
 
 class SGLangConfigError(ValueError):
@@ -276,6 +322,9 @@ class _Config(object):
 
     def value(self, dest, default=None):
         """Effective normalised value of a SGLang dest, from a dedicated variable or ``args``."""
+        if dest in MULTINODE_FLAGS:
+            got = self.top.get(dest)
+            return default if got is None else got
         owner = DEDICATED_FLAGS.get(dest)
         if owner is not None:
             if owner.startswith("speculative."):
@@ -287,6 +336,8 @@ class _Config(object):
         return default if got is None else got
 
     def where(self, dest):
+        if dest in MULTINODE_FLAGS:
+            return self.var(MULTINODE_FLAGS[dest])
         owner = DEDICATED_FLAGS.get(dest)
         if owner is not None:
             return self.var(owner)
@@ -300,6 +351,7 @@ class _Config(object):
         self._check_model()
         self._check_network()
         self._check_parallel()
+        self._check_multinode()
         self._check_secrets()
         self._check_speculative()
         self._check_args()
@@ -410,6 +462,42 @@ class _Config(object):
         if token is not _UNSET:
             getattr(self, store)[key or dest] = token[1]
 
+    def _check_multinode(self):
+        """One node of a multi-node server: nnodes, node_rank, dist_init_addr and node_ifname (all optional)."""
+        nnodes = self.cfg.get("nnodes")
+        if nnodes is not None:
+            number = _as_int(nnodes)
+            if number is _UNSET or number < 1:
+                self.err(self.var("node_group"), "gives a number of nodes (nnodes) that is not an integer >= 1: %s"
+                         % _describe(nnodes), _MULTINODE_HINT)
+            else:
+                self.top["nnodes"] = number
+        rank = self.cfg.get("node_rank")
+        if rank is not None:
+            number = _as_int(rank)
+            if number is _UNSET or number < 0:
+                self.err(self.var("node_rank"), "must be an integer >= 0, got %s" % _describe(rank),
+                         "number the nodes of the group 0..n-1, or leave it unset to rank them by inventory name")
+            else:
+                self.top["node_rank"] = number
+        addr = self.cfg.get("dist_init_addr")
+        if not _is_blank(addr):
+            parsed = _parse_host_port(addr)
+            if isinstance(parsed, str):
+                self.err(self.var("dist_init_host"), "gives the rendezvous address (--dist-init-addr) %s: %s"
+                         % (_describe(addr), parsed),
+                         "set sglang_server_dist_init_host to an IP address and sglang_server_dist_init_port to a port")
+            else:
+                self.top["dist_init_addr"] = addr.strip()
+                self.top["dist_init_port"] = parsed[1]
+        ifname = self.cfg.get("node_ifname")
+        if not _is_blank(ifname):
+            if not isinstance(ifname, str) or not _IFNAME.fullmatch(ifname.strip()) or ifname.strip() in (".", ".."):
+                self.err(self.var("node_ifname"), "must be a network interface name (at most 15 letters, digits or "
+                         "_.:@-), got %s" % _describe(ifname), "e.g. eth0 or ens5f0")
+            else:
+                self.top["node_ifname"] = ifname.strip()
+
     def _check_secrets(self):
         for name in ("api_key", "hf_token"):
             secret = self.cfg.get(name)
@@ -512,6 +600,10 @@ class _Config(object):
                 continue
             if dest in MANAGED_FLAGS:
                 self.err(variable, "cannot be set here", MANAGED_FLAGS[dest])
+                continue
+            if dest in MULTINODE_FLAGS:
+                self.err(variable, "cannot be set here: %s is owned by the role (multi-node servers)"
+                         % option_for(dest), _MULTINODE_HINT)
                 continue
             if dest in SECRET_FLAGS:
                 self._check_secret_arg(dest, variable, raw)
@@ -821,6 +913,10 @@ class _Config(object):
                          "remove it; install extra modules into the server's virtualenv (or a .pth file there) "
                          "instead")
                 continue
+            if name in IFNAME_ENV and self.top.get("node_ifname"):
+                self.err(variable, "conflicts with %s, which sets %s" % (self.var("node_ifname"), " and ".join(IFNAME_ENV)),
+                         "remove it from %s and set %s instead" % (self.var("env"), self.var("node_ifname")))
+                continue
             if name == "CUDA_VISIBLE_DEVICES" and self.top.get("gpus"):
                 self.err(variable, "conflicts with %s, which sets CUDA_VISIBLE_DEVICES" % self.var("gpus"),
                          "remove it from %s" % self.var("env"))
@@ -1117,6 +1213,18 @@ class _Config(object):
             if dest.endswith("_port") and FLAGS[dest]["type"] == "int" and self.args[dest] == port:
                 self.err(self.arg_var(dest), "uses %d, the HTTP port of %s" % (port, self.var("port")),
                          "pick another port")
+        rendezvous = self.top.get("dist_init_port")
+        if rendezvous is None or self.value("nnodes", 1) < 2 or self.value("node_rank", 0) != 0:
+            return
+        # Rank 0 binds the rendezvous port (torch's TCPStore) next to its HTTP port.
+        variable = self.var("dist_init_port")
+        if rendezvous == port:
+            self.err(variable, "is %d, the HTTP port of %s; the rendezvous (--dist-init-addr) needs a port of its own"
+                     % (port, self.var("port")), "pick another port")
+        for dest in sorted(self.args):
+            if dest.endswith("_port") and FLAGS[dest]["type"] == "int" and self.args[dest] == rendezvous:
+                self.err(variable, "is %d, which %s already uses" % (rendezvous, self.arg_var(dest)),
+                         "pick another port")
 
     # -- deprecations (warnings only) ------------------------------------------------------------------
 
@@ -1209,6 +1317,9 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
         value = config.top.get(name)
         if value is not None:
             _append_option(argv, option_for(name), [str(value)])
+    if config.value("nnodes", 1) > 1:
+        for dest in ("nnodes", "node_rank", "dist_init_addr"):
+            _append_option(argv, option_for(dest), [str(config.value(dest, 0))])
     for key, dest in SPECULATIVE_KEYS:
         value = config.spec.get(key)
         if value is not None:
@@ -1241,6 +1352,9 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in config.top["gpus"])
     if config.p2p == "off":
         env.update(P2P_OFF_ENV)
+    if config.top.get("node_ifname") and config.value("nnodes", 1) > 1:
+        for name in IFNAME_ENV:
+            env[name] = config.top["node_ifname"]
     env_file = {}
     if config.top.get("hf_token") is not None:
         env_file["HF_TOKEN"] = config.top["hf_token"]

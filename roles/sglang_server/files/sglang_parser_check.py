@@ -34,7 +34,8 @@ def main():
 
     # Echo what the parser made of the settings the role cares about (never the secrets).
     keys = ("model_path", "served_model_name", "host", "port", "tp_size", "speculative_algorithm",
-            "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+            "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "nnodes", "node_rank",
+            "dist_init_addr")
     print(json.dumps({k: getattr(parsed, k, None) for k in keys}, sort_keys=True))
 
 

@@ -118,9 +118,17 @@ def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches
     assert plan["hosts"] == "sglang_servers" and "serial" not in plan, "the plan play runs on every host at once"
     assert plan["max_fail_percentage"] == change["max_fail_percentage"] == \
         "{{ sglang_rollout_max_fail_percentage | default(0) }}"
-    assert change["serial"] == "{{ sglang_rollout_serial | default(1) }}"
-    # only the hosts whose plan has changes, in inventory order
-    assert "sglang_plan_change" in change["hosts"] and change["hosts"].startswith("{{ groups['sglang_servers']")
+    # the hosts whose plan has changes and the batch sizes, from the plan (tasks/rollout_order.yml): serial counts
+    # servers, the nodes of a multi-node server are adjacent and in one batch
+    assert change["serial"] == "{{ hostvars['localhost']['sglang_rollout']['sizes'] | default(1) }}"
+    assert change["hosts"] == "{{ hostvars['localhost']['sglang_rollout']['hosts'] | default([]) }}"
+    order = [t for t in flatten(plan["tasks"]) if t.get("ansible.builtin.import_tasks") == "tasks/rollout_order.yml"]
+    assert len(order) == 1 and "selectattr('sglang_plan.changes')" in order[0]["vars"]["__sglang_rollout_candidates"]
+    rollout = load("playbooks", "tasks", "rollout_order.yml")[0]
+    assert rollout["run_once"] is True and rollout["delegate_to"] == "localhost" and rollout["delegate_facts"] is True
+    expression = rollout["vars"]["__sglang_rollout_batches"]
+    assert "sglang_rollout_batches(sglang_rollout_serial | default(1)" in expression
+    assert "sglang_server_node_group" in expression
     group_by = [t for t in flatten(plan["tasks"]) if "ansible.builtin.group_by" in t]
     assert len(group_by) == 1 and group_by[0]["ansible.builtin.group_by"]["key"] == "sglang_plan_change"
     assert group_by[0]["when"] == "sglang_plan.changes | length > 0" and group_by[0]["changed_when"] is False
@@ -153,9 +161,9 @@ def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
     assert "inventory_hostname not in __sglang_keep_lock" in release["when"]
     assert "__sglang_lock_plan is succeeded" in release["when"]
     expression = choose["ansible.builtin.set_fact"]["__sglang_keep_lock"]
-    # the batches of the change play: its serial value, over the changed hosts in inventory order
-    assert "sglang_rollout_batches(sglang_rollout_serial | default(1)) | first" in expression
-    assert change["serial"] == "{{ sglang_rollout_serial | default(1) }}"
+    # the first of the change play's batches (tasks/rollout_order.yml, which also gives the play its serial)
+    assert "hostvars['localhost']['sglang_rollout']['batches'] | first" in expression
+    assert "sglang_rollout" in change["serial"]
     assert "[] if __sglang_rollout_stops" in expression
 
 

@@ -30,7 +30,8 @@ FILTER_DIR = os.path.dirname(sglang_filter.__file__)
 
 
 ALL_FILTERS = ["sglang_validate", "sglang_render", "sglang_unit_value", "sglang_base_url",
-               "sglang_url_path", "sglang_device_problems", "sglang_deploy_plan", "sglang_rollout_batches"]
+               "sglang_url_path", "sglang_device_problems", "sglang_node_group_check", "sglang_node_group_plan",
+               "sglang_deploy_plan", "sglang_rollout_batches"]
 
 
 def test_filters_are_registered():
@@ -163,3 +164,27 @@ def test_filter_through_ansible_fqcn(tmp_path):
     assert msg["bad"] and msg["bad"][0].startswith("sglang_server_port: ")
     assert msg["argv"][:4] == ["--model-path", "/models/m", "--tp-size", "2"]
     assert "sk-filter-test-key" not in msg["argv"]
+
+
+def _mn_node(name, address, **extra):
+    node = {"inventory_hostname": name, "ansible_host": address,
+            "ansible_facts": {"eth0": {"device": "eth0", "ipv4": {"address": address}}},
+            "sglang_server_node_group": "mn", "sglang_server_model_path": "/m", "sglang_server_tp_size": 2,
+            "sglang_server_dist_init_port": 25000, "sglang_server_port": 30000}
+    node.update(extra)
+    return node
+
+
+def test_node_group_filters():
+    filters = FilterModule().filters()
+    nodes = {"b": _mn_node("b", "10.1.0.2"), "a": _mn_node("a", "10.1.0.1")}
+    assert filters["sglang_node_group_check"](nodes, "mn") == []
+    plan = filters["sglang_node_group_plan"](nodes, "mn")
+    assert plan["b"] == {"nnodes": 2, "node_rank": 1, "dist_init_addr": "10.1.0.1:25000", "node_ifname": "eth0"}
+    bad = dict(nodes, b=_mn_node("b", "10.1.0.2", sglang_server_tp_size=4))
+    errors = filters["sglang_node_group_check"](bad, "mn")
+    assert errors and errors[0].startswith("sglang_server_tp_size: ")
+    with pytest.raises(AnsibleFilterError, match="sglang_server_tp_size"):
+        filters["sglang_node_group_plan"](bad, "mn")
+    with pytest.raises(AnsibleFilterError, match="group must be"):
+        filters["sglang_node_group_check"](nodes, 3)

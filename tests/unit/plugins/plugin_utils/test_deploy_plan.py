@@ -152,3 +152,29 @@ def test_rollout_batches_refuse_what_is_not_a_batch_size():
     for bad in ("x%", "many", True):
         with pytest.raises(AnsibleFilterError, match="sglang_rollout_batches"):
             sglang_rollout_batches(["a"], bad)
+
+
+@pytest.mark.parametrize("serial, batches", [
+    # serial counts servers: the two nodes of "big" are one server, placed where its first node is
+    (1, [["a"], ["n0", "n1"], ["b"]]),
+    (2, [["a", "n0", "n1"], ["b"]]),
+    ([1, 2], [["a"], ["n0", "n1", "b"]]),
+    ("50%", [["a"], ["n0", "n1"], ["b"]]),
+    (0, [["a", "n0", "n1", "b"]]),
+])
+def test_rollout_batches_keep_a_multinode_server_in_one_batch(serial, batches):
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import rollout_batches
+    groups = {"n0": "big", "n1": "big", "a": "", "b": None}
+    got = rollout_batches(["a", "n0", "b", "n1"], serial, groups)
+    assert got == batches
+    # the flattened batches are the play's host order, their lengths a serial list that cuts the same batches
+    order = [h for batch in got for h in batch]
+    assert rollout_batches(order, [len(b) for b in got]) == got
+
+
+def test_rollout_batches_without_groups_count_hosts():
+    from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_rollout_batches
+    assert sglang_rollout_batches(["a", "n0", "b", "n1"], 1, {}) == [["a"], ["n0"], ["b"], ["n1"]]
+    assert sglang_rollout_batches(["n1", "a", "n0"], 1, {"n0": "big", "n1": "big"}) == [["n1", "n0"], ["a"]]
+    with pytest.raises(AnsibleFilterError, match="groups"):
+        sglang_rollout_batches(["a"], 1, ["big"])

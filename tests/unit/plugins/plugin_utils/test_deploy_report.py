@@ -2,7 +2,7 @@
 
 import os
 
-from ansible_collections.llmserve.sglang.plugins.filter.deploy_report import sglang_report_rows
+from ansible_collections.llmserve.sglang.plugins.filter.deploy_report import sglang_report_rows, sglang_report_servers
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import (
     build_host_report,
     gateway_states,
@@ -64,6 +64,7 @@ def _render_markdown(reports, title):
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROOT, "playbooks", "templates")),
                              trim_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters["llmserve.sglang.sglang_report_rows"] = sglang_report_rows
+    env.filters["llmserve.sglang.sglang_report_servers"] = sglang_report_servers
     return env.get_template("sglang_report.md.j2").render(__sglang_md_title=title, __sglang_md_reports=reports)
 
 
@@ -184,3 +185,23 @@ def test_host_stats_give_no_time_to_ready_without_a_restart_and_carry_the_error(
     failed = host_stats(build_host_report("h", None, None, rolled_back))
     assert failed["stages"]["sglang"] == "rolled back to the last good configuration"
     assert failed["error"] == "unit sglang failed"
+
+
+def test_multinode_server_is_shown_once_with_its_nodes():
+    rank0 = build_host_report("node-b", None, None, dict(SGLANG, node_group="big", node_rank="0"))
+    rank1 = build_host_report("node-a", None, None, dict(SGLANG, node_group="big", node_rank=1, smoke="skipped"))
+    single = build_host_report("single", None, None, SGLANG)
+    assert rank0["sglang"]["node_group"] == "big" and rank0["sglang"]["node_rank"] == 0
+    assert "node_group" not in single["sglang"]
+    assert ("Multi-node server", "big, node rank 1 (rank 0 serves the API and is smoke-tested)") in host_rows(rank1)
+    text = _render_markdown([single, rank1, rank0], "T")
+    servers = text.split("## Servers")[1].split("\n## ")[0]
+    # one row per server, the nodes by rank, rank 0's smoke test
+    assert servers.count("| big |") == 1 and servers.count("| single |") == 1
+    assert "| big | node-b (rank 0), node-a (rank 1) | serving | passed |" in servers
+    # a node that failed differently is named with its own state
+    failed = build_host_report("node-a", None, None, dict(SGLANG, node_group="big", node_rank=1, ready=False,
+                                                          state="rolled back to the last good configuration"))
+    assert "node-b: serving; node-a: rolled back" in _render_markdown([rank0, failed], "T")
+    # without a multi-node server the report has no servers table
+    assert "## Servers" not in _render_markdown([single], "T")

@@ -408,7 +408,6 @@ def test_negative_spelling_of_bool_flag():
     ("page_size", 0, 64, (">= 1",)),
     ("chunked_prefill_size", 0, -1, ("-1 (chunked prefill off) or >= 1",)),
     ("mamba_max_states_per_path", 0, -1, ("-1 (unlimited)",)),
-    ("node_rank", -1, 0, (">= 0",)),
     ("log_level", "verbose", "warning", ("logging level name",)),
     ("log_level_http", "loud", "ERROR", ("logging level name",)),
     ("revision", True, "main", ("takes a str value",)),
@@ -445,20 +444,23 @@ def test_chunked_prefill_divisible_by_page_size():
 
 
 def test_tp_pp_divisible_by_nnodes():
-    assert_error(cfg(tp_size=3, gpus=None, args={"nnodes": 2, "dist_init_addr": "10.0.0.1:5000"}),
-                 "sglang_server_args.nnodes", "divisible by nnodes")
+    # multi-node settings are cfg keys computed from the node group (sglang_nodes), never args
+    assert_error(cfg(tp_size=3, gpus=None, nnodes=2, node_rank=0, dist_init_addr="10.0.0.1:5000"),
+                 "sglang_server_node_group", "divisible by nnodes")
     two_nodes = {"nnodes": 2, "node_rank": 1, "dist_init_addr": "10.0.0.1:5000"}
-    assert errors_for(cfg(tp_size=4, gpus=[0, 1], args=two_nodes)) == []
+    assert errors_for(cfg(tp_size=4, gpus=[0, 1], **two_nodes)) == []
 
 
 def test_multi_node_needs_address_and_rank():
-    assert_error(cfg(gpus=None, args={"nnodes": 2}), "sglang_server_args.dist_init_addr", "nnodes > 1")
-    assert_error(cfg(gpus=None, args={"nnodes": 2, "node_rank": 2, "dist_init_addr": "h:1"}),
-                 "sglang_server_args.node_rank", "below nnodes")
+    assert_error(cfg(gpus=None, nnodes=2), "sglang_server_dist_init_host", "nnodes > 1")
+    assert_error(cfg(gpus=None, nnodes=2, node_rank=2, dist_init_addr="10.0.0.1:1"),
+                 "sglang_server_node_rank", "below nnodes")
+    assert_error(cfg(gpus=None, nnodes=2, node_rank=-1, dist_init_addr="10.0.0.1:1"),
+                 "sglang_server_node_rank", ">= 0")
 
 
 def test_dp_needs_single_node():
-    assert_error(cfg(gpus=None, args={"dp_size": 2, "nnodes": 2, "dist_init_addr": "h:1"}),
+    assert_error(cfg(gpus=None, args={"dp_size": 2}, nnodes=2, dist_init_addr="10.0.0.1:1"),
                  "sglang_server_args.dp_size", "nnodes == 1")
     assert errors_for(cfg(gpus=[0, 1, 2, 3, 4, 5, 6, 7], args={"dp_size": 2})) == []
 
