@@ -179,6 +179,7 @@ def host_stats(report):
         stats["error"] = str(sg["error"])
     return stats
 
+
 def _int_or_none(value):
     try:
         return int(value)

@@ -18,7 +18,8 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import Rang
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 # numeric variables whose range the product rules check (sglang_args, sglang_nodes, gateway_config, the preflight)
 CHECKED_ELSEWHERE = {
-    "sglang_server_port", "sglang_server_tp_size", "sglang_server_node_rank", "sglang_server_dist_init_port", "sglang_gateway_port", "sglang_gateway_metrics_port",
+    "sglang_server_port", "sglang_server_tp_size",
+    "sglang_server_node_rank", "sglang_server_dist_init_port", "sglang_gateway_port", "sglang_gateway_metrics_port",
     "sglang_gateway_health_check_interval", "sglang_gateway_health_check_timeout",
     "sglang_gateway_health_failure_threshold", "sglang_gateway_health_success_threshold",
     "sglang_gateway_retry_max_retries", "sglang_gateway_retry_initial_backoff_ms", "sglang_gateway_retry_max_backoff_ms",
