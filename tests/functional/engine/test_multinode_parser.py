@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llmserve.sglang.tests.functional.engine.example_inventory import load_example
+
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "sglang_server"
 INVENTORY = ROOT / "inventories" / "example"
@@ -45,21 +47,13 @@ def _task(tasks, name):
 
 
 def _plan_and_cfgs():
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.parsing.vault import VaultSecret
     from ansible.template import Templar
 
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_nodes import node_group_plan
 
-    loader = DataLoader()
-    password = (INVENTORY / "vault-password.example").read_bytes().strip()
-    loader.set_vault_secrets([("default", VaultSecret(password))])
-    base = {}
-    for path in VAR_FILES:
-        base.update(loader.load_from_file(str(path), trusted_as_template=True) or {})
+    loader, base, tasks = load_example(VAR_FILES)
     hosts = loader.load_from_file(str(INVENTORY / "hosts.yml"))["all"]["children"][GROUP]["hosts"]
     assert tuple(sorted(hosts)) == NODES
-    tasks = loader.load_from_file(str(ROLE / "tasks" / "validate.yml"), trusted_as_template=True)
     record = _task(tasks, "Record this node's multi-node settings")["__sglang_server_node_vars"]
     assemble = _task(tasks, "Assemble the SGLang server configuration")["__sglang_server_cfg"]
 

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.llmserve.sglang.tests.functional.engine.example_inventory import load_example
+
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "sglang_server"
 INVENTORY = ROOT / "inventories" / "example"
@@ -48,18 +50,9 @@ VAR_FILES = (
 
 def _example_host_cfg():
     """Return (cfg, api_key): the role's __sglang_server_cfg for gpu-node-01, templated by Ansible."""
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.parsing.vault import VaultSecret
     from ansible.template import Templar
 
-    loader = DataLoader()
-    password = (INVENTORY / "vault-password.example").read_bytes().strip()
-    loader.set_vault_secrets([("default", VaultSecret(password))])
-    variables = {}
-    for path in VAR_FILES:
-        variables.update(loader.load_from_file(str(path), trusted_as_template=True) or {})
-
-    tasks = loader.load_from_file(str(ROLE / "tasks" / "validate.yml"), trusted_as_template=True)
+    loader, variables, tasks = load_example(VAR_FILES)
     assemble = [t for t in tasks if t.get("name") == "Assemble the SGLang server configuration"]
     assert len(assemble) == 1, "validate.yml no longer has the 'Assemble the SGLang server configuration' task"
     template = assemble[0]["ansible.builtin.set_fact"]["__sglang_server_cfg"]
