@@ -20,7 +20,7 @@ def load_example(var_files):
     from ansible.parsing.vault import VaultSecret  # pylint: disable=import-outside-toplevel
 
     loader = DataLoader()
-    password = (INVENTORY / "vault-password.example").read_bytes().strip()
+    password = (INVENTORY / "vault-password.example.txt").read_bytes().strip()
     loader.set_vault_secrets([("default", VaultSecret(password))])
     variables = {}
     for path in var_files:

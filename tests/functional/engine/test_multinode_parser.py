@@ -34,8 +34,9 @@ NODES = ("gpu-node-02", "gpu-node-03")
 
 VAR_FILES = (
     ROLE / "defaults" / "main.yml",
+    INVENTORY / "group_vars" / "sglang_servers" / "main.yml",
     INVENTORY / "group_vars" / GROUP / "main.yml",
-    INVENTORY / "group_vars" / GROUP / "vault.yml",
+    INVENTORY / "group_vars" / "sglang_servers" / "vault.yml",
     ROLE / "vars" / "main.yml",
 )
 
@@ -52,7 +53,7 @@ def _plan_and_cfgs():
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_nodes import node_group_plan
 
     loader, base, tasks = load_example(VAR_FILES)
-    hosts = loader.load_from_file(str(INVENTORY / "hosts.yml"))["all"]["children"][GROUP]["hosts"]
+    hosts = loader.load_from_file(str(INVENTORY / "hosts.yml"))["all"]["children"]["sglang_servers"]["children"][GROUP]["hosts"]
     assert tuple(sorted(hosts)) == NODES
     record = _task(tasks, "Record this node's multi-node settings")["__sglang_server_node_vars"]
     assemble = _task(tasks, "Assemble the SGLang server configuration")["__sglang_server_cfg"]

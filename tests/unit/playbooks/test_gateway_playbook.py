@@ -76,7 +76,7 @@ def test_syntax_check_with_the_example_inventory():
     inventory = os.path.join(ROOT, "inventories", "example")
     result = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "--syntax-check", "-i", inventory,
-         "--vault-password-file", os.path.join(inventory, "vault-password.example"),
+         "--vault-password-file", os.path.join(inventory, "vault-password.example.txt"),
          os.path.join(ROOT, "playbooks", "gateway.yml")],
         capture_output=True, text=True, check=False, timeout=300,
         env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=tree, ANSIBLE_NOCOLOR="1"))

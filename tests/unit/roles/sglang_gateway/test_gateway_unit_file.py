@@ -272,13 +272,15 @@ def test_example_inventory_gateway(tmp_path):
     play["hosts"] = "sglang_gateways"
     del play["vars"]["sglang_gateway_admin_api_key"], play["vars"]["sglang_gateway_workers_group"]
     result = _run_playbook(out, inventory, [play], ["--vault-password-file",
-                                                    os.path.join(inventory, "vault-password.example"),
+                                                    os.path.join(inventory, "vault-password.example.txt"),
                                                     "-e", "ansible_connection=local"])
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     case = _read(os.path.join(out, "example"))
     assert "error.txt" not in case, case.get("error.txt")
     data = json.loads(case["rendered.json"])
-    assert data["worker_urls"] == ["http://gpu-node-01.example.internal:30000"]
+    # gpu-node-01 serves alone; gpu-node-02 is rank 0 of the two-node server (gpu-node-03, rank 1, serves no API)
+    assert data["worker_urls"] == ["http://gpu-node-01.example.internal:30000",
+                                   "http://gpu-node-02.example.internal:30000"]
     secrets = sd.env_file(case["sglang-gateway.env"])
     assert set(secrets) == {"LLMSERVE_SMG_ADMIN_API_KEY", "LLMSERVE_SMG_API_KEY"}
     assert all(value and not value.startswith("{{") for value in secrets.values())
