@@ -83,7 +83,7 @@ def test_syntax_check_with_the_example_inventory():
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
-@pytest.mark.parametrize("limit", [None, "gw,loopback"])
+@pytest.mark.parametrize("limit", [None, "gw,loopback", "gw"])
 def test_workers_bound_to_every_address_get_their_network_facts(tmp_path, limit):
     """plays/worker_addresses.yml, run for real: a worker that binds 0.0.0.0 without an ansible_host has its network
     facts read (the gateway reaches it at its default address), also when --limit leaves it out of the run (the
