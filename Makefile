@@ -8,6 +8,9 @@ export LLMSERVE_CACHE ?= /var/cache/llmserve
 # for a checkout whose requirements differ from those of the others sharing the cache.
 export LLMSERVE_VENV ?= $(LLMSERVE_CACHE)/venv
 VENV := $(LLMSERVE_VENV)
+# The oldest supported ansible-core (meta/runtime.yml), from requirements-compat.txt: `make compat` runs sanity and
+# the unit tests on it.
+export LLMSERVE_COMPAT_VENV ?= $(LLMSERVE_CACHE)/venv-core-compat
 # The real SGLang on CPU (tests/engine): offline wheelhouse, a venv from it, a tiny local model.
 export LLMSERVE_SGLANG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/sglang-cpu
 export LLMSERVE_SGLANG_VENV ?= $(LLMSERVE_CACHE)/venv-sglang-cpu
@@ -28,10 +31,11 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit functional build-check molecule test demo bench gpu-check clean
+.PHONY: fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit compat functional build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest, build check, molecule"
+	@echo "make compat  - ansible-test sanity and the unit tests on the oldest supported ansible-core (2.20)"
 	@echo "make demo    - run playbooks/site.yml against the local demo test hosts (inventories/demo)"
 	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), site.yml no-change one host vs two (demo hosts), rolling restart through the gateway (fleet)"
 	@echo "make molecule S='default preflight' - run some molecule scenarios"
@@ -55,6 +59,15 @@ sanity: venv
 unit: venv
 	@$(RUN) echo "== pytest tests/unit"; \
 	  pytest -q -p no:cacheprovider tests/unit
+
+# The same sanity and unit tests on the oldest ansible-core that meta/runtime.yml admits (requirements-compat.txt).
+compat:
+	@$(DEVENV); dev_venv "$(LLMSERVE_COMPAT_VENV)" "$$PWD/requirements-compat.txt"
+	@$(RUN) export PATH="$(LLMSERVE_COMPAT_VENV)/bin:$$PATH"; \
+	  echo "== on the oldest supported ansible-core: $$(ansible --version | head -1)"; \
+	  echo "== ansible-test sanity"; dev_ansible_test_pip "$(LLMSERVE_COMPAT_VENV)"; dir=$$(dev_sanity_tree); \
+	  (cd "$$dir" && ansible-test sanity --python 3.12 --color no 2>&1 | grep -v '^WARNING: Location'); \
+	  echo "== pytest tests/unit"; pytest -q -p no:cacheprovider tests/unit
 
 functional: venv engine-assets gateway-assets
 	@$(RUN) echo "== pytest tests/functional (real SGLang on CPU, real smg, stand-ins)"; \
@@ -101,7 +114,7 @@ molecule: venv hosts fixtures wheelhouse-standin engine-assets
 	  for s in $(S); do rm -f $(LLMSERVE_CACHE)/molecule-logs/molecule-$$s.result; done; \
 	  bash tests/tools/molecule_lanes.sh $(LLMSERVE_CACHE)/molecule-logs $(S)
 
-test: lint sanity unit functional build-check molecule
+test: lint sanity unit compat functional build-check molecule
 
 demo: venv hosts fixtures wheelhouse-standin engine-assets
 	@$(RUN) bash tests/tools/demo.sh

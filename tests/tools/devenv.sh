@@ -11,7 +11,7 @@ DEV_TREE="$LLMSERVE_CACHE/trees/$(printf '%s' "$DEV_ROOT" | sha256sum | cut -c1-
 
 dev_log() { printf '[devenv %(%T)T] %s\n' -1 "$*" >&2; }
 
-# ansible-core 2.21 needs Python >= 3.12 on the controller: prefer pyenv's 3.12, else python3.12 on PATH.
+# ansible-core 2.20 and 2.21 need Python >= 3.12 on the controller: prefer pyenv's 3.12, else python3.12 on PATH.
 dev_python() {
   local p
   for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
@@ -21,7 +21,7 @@ dev_python() {
     command -v python3.12
     return 0
   fi
-  dev_log "no Python 3.12 found (looked in pyenv versions and PATH); ansible-core 2.21 needs it"
+  dev_log "no Python 3.12 found (looked in pyenv versions and PATH); ansible-core 2.20+ needs it"
   return 1
 }
 
@@ -33,20 +33,22 @@ dev_system_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck >/dev/null
 }
 
+# dev_venv [VENV REQUIREMENTS]: a virtualenv built from a requirements file, rebuilt when the file changes.
+# Without arguments: the controller venv from requirements-dev.txt.
 dev_venv() {
-  local want have py
+  local venv=${1:-$LLMSERVE_VENV} req=${2:-$DEV_ROOT/requirements-dev.txt} want have py
   dev_system_packages
-  want=$(sha256sum "$DEV_ROOT/requirements-dev.txt" | cut -c1-16)
-  have=$(cat "$LLMSERVE_VENV/.llmserve-stamp" 2>/dev/null || true)
-  if [ "$want" = "$have" ] && [ -x "$LLMSERVE_VENV/bin/ansible-playbook" ]; then
+  want=$(sha256sum "$req" | cut -c1-16)
+  have=$(cat "$venv/.llmserve-stamp" 2>/dev/null || true)
+  if [ "$want" = "$have" ] && [ -x "$venv/bin/ansible-playbook" ]; then
     return 0
   fi
   py=$(dev_python)
-  dev_log "building $LLMSERVE_VENV with $py"
-  rm -rf "$LLMSERVE_VENV"
-  "$py" -m venv "$LLMSERVE_VENV"
-  "$LLMSERVE_VENV/bin/pip" install -q --disable-pip-version-check -r "$DEV_ROOT/requirements-dev.txt"
-  printf '%s\n' "$want" > "$LLMSERVE_VENV/.llmserve-stamp"
+  dev_log "building $venv from $(basename "$req") with $py"
+  rm -rf "$venv"
+  "$py" -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
+  printf '%s\n' "$want" > "$venv/.llmserve-stamp"
 }
 
 # ansible_collections/llmserve/sglang -> this checkout (a symlink: edits are live).
@@ -70,10 +72,10 @@ dev_sanity_tree() {
 }
 
 # ansible-test downloads a pip bootstrap script from a host CI cannot reach; give it a local one
-# at the cache path it checks first (the pip version is read from the installed ansible-test).
+# at the cache path it checks first (the pip version is read from the installed ansible-test of VENV).
 dev_ansible_test_pip() {
-  local ver
-  ver=$("$LLMSERVE_VENV/bin/python" -c 'import re, ansible_test, pathlib
+  local venv=${1:-$LLMSERVE_VENV} ver
+  ver=$("$venv/bin/python" -c 'import re, ansible_test, pathlib
 src = (pathlib.Path(ansible_test.__file__).parent / "_internal/python_requirements.py").read_text()
 print(re.search(r"pip=.([0-9.]+).", src).group(1))')
   mkdir -p "$HOME/.ansible/test/cache"

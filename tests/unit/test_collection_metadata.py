@@ -3,6 +3,7 @@
 import pathlib
 import re
 
+import pytest
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -30,8 +31,14 @@ def test_build_ignores_test_and_ci_material():
     assert not {"requirements.txt", "bindep.txt", "meta"} & ignored
 
 
-def test_runtime_requires_ansible():
-    assert load("meta/runtime.yml")["requires_ansible"] == ">=2.21.0"
+def test_runtime_requires_ansible_is_the_tested_floor():
+    # the floor is the ansible-core `make compat` runs sanity and the unit tests on, and every role says the same
+    floor = load("meta/runtime.yml")["requires_ansible"]
+    assert floor == ">=2.20.0"
+    compat = (ROOT / "requirements-compat.txt").read_text().splitlines()
+    assert any(line.startswith("ansible-core==2.20.") for line in compat)
+    for meta in sorted(ROOT.glob("roles/*/meta/main.yml")):
+        assert load(str(meta.relative_to(ROOT)))["galaxy_info"]["min_ansible_version"] == "2.20", meta
 
 
 def test_execution_environment_points_at_existing_files():
@@ -47,10 +54,11 @@ def test_execution_environment_points_at_existing_files():
     assert {"jmespath", "netaddr"} <= runtime
 
 
-def test_dev_requirements_are_exact_pins():
-    lines = [line.strip() for line in (ROOT / "requirements-dev.txt").read_text().splitlines()]
+@pytest.mark.parametrize("name, core", [("requirements-dev.txt", "2.21"), ("requirements-compat.txt", "2.20")])
+def test_dev_requirements_are_exact_pins(name, core):
+    lines = [line.strip() for line in (ROOT / name).read_text().splitlines()]
     pins = [line for line in lines if line and not line.startswith("#")]
-    assert pins, "requirements-dev.txt lists no packages"
+    assert pins, f"{name} lists no packages"
     for line in pins:
         assert re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[0-9][0-9A-Za-z.+]*", line), line
-    assert any(line.startswith("ansible-core==2.21.") for line in pins)
+    assert any(line.startswith(f"ansible-core=={core}.") for line in pins)
