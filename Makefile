@@ -7,9 +7,10 @@ export LLMSERVE_CACHE ?= /var/cache/llmserve
 # The controller venv (tests/tools/devenv.sh builds it from requirements-dev.txt); LLMSERVE_VENV points elsewhere
 # for a checkout whose requirements differ from those of the others sharing the cache.
 export LLMSERVE_VENV ?= $(LLMSERVE_CACHE)/venv
+export LLMSERVE_VENV_REQUIREMENTS ?= $(CURDIR)/requirements-dev.txt
 VENV := $(LLMSERVE_VENV)
 # The oldest supported ansible-core (meta/runtime.yml), from requirements-compat.txt: `make compat` runs sanity and
-# the unit tests on it.
+# the unit tests with a venv of its own.
 export LLMSERVE_COMPAT_VENV ?= $(LLMSERVE_CACHE)/venv-core-compat
 # The real SGLang on CPU (tests/engine): offline wheelhouse, a venv from it, a tiny local model.
 export LLMSERVE_SGLANG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/sglang-cpu
@@ -52,22 +53,18 @@ lint: venv
 	@$(RUN) echo "== ansible-lint (production profile)"; ansible-lint --offline -q
 
 sanity: venv
-	@$(RUN) echo "== ansible-test sanity"; dev_ansible_test_pip; dir=$$(dev_sanity_tree); cd "$$dir"; \
-	  ansible-test sanity --python 3.12 --color no 2>&1 | grep -v '^WARNING: Location'
+	@$(RUN) echo "== ansible-test sanity ($$(ansible --version | head -1))"; dev_ansible_test_pip; \
+	  dir=$$(dev_sanity_tree); cd "$$dir"; ansible-test sanity --python 3.12 --color no 2>&1 | grep -v '^WARNING: Location'
 
 # unit: the code alone (no engine, no gateway build); functional: real servers (SGLang on CPU, smg, stand-ins)
 unit: venv
-	@$(RUN) echo "== pytest tests/unit"; \
+	@$(RUN) echo "== pytest tests/unit ($$(ansible --version | head -1))"; \
 	  pytest -q -p no:cacheprovider tests/unit
 
 # The same sanity and unit tests on the oldest ansible-core that meta/runtime.yml admits (requirements-compat.txt).
 compat:
-	@$(DEVENV); dev_venv "$(LLMSERVE_COMPAT_VENV)" "$$PWD/requirements-compat.txt"
-	@$(RUN) export PATH="$(LLMSERVE_COMPAT_VENV)/bin:$$PATH"; \
-	  echo "== on the oldest supported ansible-core: $$(ansible --version | head -1)"; \
-	  echo "== ansible-test sanity"; dev_ansible_test_pip "$(LLMSERVE_COMPAT_VENV)"; dir=$$(dev_sanity_tree); \
-	  (cd "$$dir" && ansible-test sanity --python 3.12 --color no 2>&1 | grep -v '^WARNING: Location'); \
-	  echo "== pytest tests/unit"; pytest -q -p no:cacheprovider tests/unit
+	@$(MAKE) --no-print-directory sanity unit LLMSERVE_VENV="$(LLMSERVE_COMPAT_VENV)" \
+	  LLMSERVE_VENV_REQUIREMENTS="$(CURDIR)/requirements-compat.txt"
 
 functional: venv engine-assets gateway-assets
 	@$(RUN) echo "== pytest tests/functional (real SGLang on CPU, real smg, stand-ins)"; \

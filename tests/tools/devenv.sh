@@ -33,10 +33,10 @@ dev_system_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck >/dev/null
 }
 
-# dev_venv [VENV REQUIREMENTS]: a virtualenv built from a requirements file, rebuilt when the file changes.
-# Without arguments: the controller venv from requirements-dev.txt.
+# The venv at LLMSERVE_VENV, built from LLMSERVE_VENV_REQUIREMENTS (default requirements-dev.txt; `make compat`
+# names requirements-compat.txt and a venv of its own), rebuilt when that file changes.
 dev_venv() {
-  local venv=${1:-$LLMSERVE_VENV} req=${2:-$DEV_ROOT/requirements-dev.txt} want have py
+  local venv=$LLMSERVE_VENV req=${LLMSERVE_VENV_REQUIREMENTS:-$DEV_ROOT/requirements-dev.txt} want have py
   dev_system_packages
   want=$(sha256sum "$req" | cut -c1-16)
   have=$(cat "$venv/.llmserve-stamp" 2>/dev/null || true)
@@ -72,10 +72,10 @@ dev_sanity_tree() {
 }
 
 # ansible-test downloads a pip bootstrap script from a host CI cannot reach; give it a local one
-# at the cache path it checks first (the pip version is read from the installed ansible-test of VENV).
+# at the cache path it checks first (the pip version is read from the installed ansible-test).
 dev_ansible_test_pip() {
-  local venv=${1:-$LLMSERVE_VENV} ver
-  ver=$("$venv/bin/python" -c 'import re, ansible_test, pathlib
+  local ver
+  ver=$("$LLMSERVE_VENV/bin/python" -c 'import re, ansible_test, pathlib
 src = (pathlib.Path(ansible_test.__file__).parent / "_internal/python_requirements.py").read_text()
 print(re.search(r"pip=.([0-9.]+).", src).group(1))')
   mkdir -p "$HOME/.ansible/test/cache"
