@@ -32,7 +32,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit compat functional build-check molecule test demo bench gpu-check clean
+.PHONY: machine-check fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit compat functional build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest (unit tests and sanity on 2.20 too), build check, molecule"
@@ -44,6 +44,11 @@ help:
 
 venv:
 	@$(DEVENV); dev_venv
+
+# What test, demo and bench assume about the machine (root, Debian 12, Python 3.12, disk, loopback, the checkout's
+# path), checked in a fraction of a second before minutes of work; LLMSERVE_MACHINE_CHECK=warn goes on regardless.
+machine-check:
+	@python3 tests/tools/machine_check.py $(MACHINE_CHECK_FOR)
 
 hosts:
 	@$(HOSTS); th_host_setup; th_build_images
@@ -111,12 +116,15 @@ molecule: venv hosts fixtures wheelhouse-standin engine-assets
 	  for s in $(S); do rm -f $(LLMSERVE_CACHE)/molecule-logs/molecule-$$s.result; done; \
 	  bash tests/tools/molecule_lanes.sh $(LLMSERVE_CACHE)/molecule-logs $(S)
 
-test: lint sanity unit compat functional build-check molecule
+test: MACHINE_CHECK_FOR := test
+test: machine-check lint sanity unit compat functional build-check molecule
 
-demo: venv hosts fixtures wheelhouse-standin engine-assets
+demo: MACHINE_CHECK_FOR := demo
+demo: machine-check venv hosts fixtures wheelhouse-standin engine-assets
 	@$(RUN) bash tests/tools/demo.sh
 
-bench: venv hosts fixtures wheelhouse-standin engine-assets gateway-assets
+bench: MACHINE_CHECK_FOR := bench
+bench: machine-check venv hosts fixtures wheelhouse-standin engine-assets gateway-assets
 	@$(RUN) bash tests/bench/run.sh
 
 # On a real NVIDIA host, with the host's own Python (torch's, for the CUDA runtime); no Ansible, no network.

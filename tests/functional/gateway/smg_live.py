@@ -17,23 +17,65 @@ stand-ins, started the way the role's unit starts it.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_gateway")
-LAUNCHER = os.path.join(ROLE, "files", "smg_launch.py")
+# The launcher in the checkout; smg runs confined as uid 65534, which may not traverse the checkout's parents (a
+# clone in root's home directory), so the process gets launcher_copy() instead.
+LAUNCHER_SOURCE = os.path.join(ROLE, "files", "smg_launch.py")
 STANDIN_SRC = os.path.join(ROOT, "tests", "standin", "src")
 PR_SET_MDWE = 65
 PR_MDWE_REFUSE_EXEC_GAIN = 1
+
+
+def unreadable_by_others(path):
+    """The first directory on the way to ``path`` (itself included) that an unprivileged account cannot pass
+    (no o+x), or ``None``."""
+    path = os.path.abspath(path)
+    parts = path.split(os.sep)
+    for depth in range(2, len(parts) + 1):
+        current = os.sep.join(parts[:depth]) or os.sep
+        try:
+            mode = os.stat(current).st_mode
+        except OSError:
+            return current
+        if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+            return current
+    return None
+
+
+_LAUNCHER_COPY = []
+
+
+def launcher_copy():
+    """The role's smg_launch.py copied into a directory made for the service account (0755 under the system's
+    temporary directory, the file 0644), as the role installs it on a host. Made once per test process."""
+    if not _LAUNCHER_COPY:
+        directory = tempfile.mkdtemp(prefix="llmserve-smg-launch-", dir=tempfile.gettempdir())
+        os.chmod(directory, 0o755)
+        target = os.path.join(directory, "smg_launch.py")
+        shutil.copyfile(LAUNCHER_SOURCE, target)
+        os.chmod(target, 0o644)
+        atexit.register(shutil.rmtree, directory, True)
+        blocked = unreadable_by_others(directory)
+        if blocked:
+            raise RuntimeError("the launcher's copy %s is not reachable by the service account: %s has no o+x "
+                               "(TMPDIR=%s)" % (target, blocked, tempfile.gettempdir()))
+        _LAUNCHER_COPY.append(target)
+    return _LAUNCHER_COPY[0]
 
 
 def smg_venv():
@@ -205,7 +247,7 @@ def unit_command(venv, rendered):
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     env.update(rendered["env"])
     env.update(rendered["env_file"])
-    return [os.path.join(venv, "bin", "python"), "-I", LAUNCHER] + rendered["argv"], env
+    return [os.path.join(venv, "bin", "python"), "-I", launcher_copy()] + rendered["argv"], env
 
 
 class Gateway(object):
@@ -217,6 +259,10 @@ class Gateway(object):
         self.log = open(self.log_path, "w")
         self.command, env = unit_command(venv, rendered)
         prefix, preexec, self.confinement = unit_like_wrapper() if confine else ([], None, [])
+        blocked = unreadable_by_others(venv) if "setpriv" in prefix else None
+        if blocked:
+            raise RuntimeError("the smg venv %s cannot be run as uid 65534: %s has no o+x; build it under a directory "
+                               "others may traverse (LLMSERVE_SMG_VENV, LLMSERVE_CACHE)" % (venv, blocked))
         self.proc = subprocess.Popen(list(wrapper) + prefix + self.command, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT, cwd="/", preexec_fn=preexec, start_new_session=True)
         # /proc/<pid>/cmdline from the first moment on (before smg renames its process title)

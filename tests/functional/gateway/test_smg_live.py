@@ -202,7 +202,7 @@ def test_the_gateway_ran_confined_like_the_unit(fleet):
 
 
 def _launch(env, argv, timeout=60):
-    return subprocess.run([os.path.join(VENV, "bin", "python"), "-I", live.LAUNCHER] + argv,
+    return subprocess.run([os.path.join(VENV, "bin", "python"), "-I", live.launcher_copy()] + argv,
                           env=dict({"PATH": "/usr/bin:/bin"}, **env), capture_output=True, text=True, timeout=timeout,
                           check=False)
 
