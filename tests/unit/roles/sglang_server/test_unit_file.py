@@ -87,6 +87,9 @@ CASES = {
     "restart_sec_too_short": {"sglang_server_restart_sec": 5},
     "negative_ready_timeout": {"sglang_server_ready_timeout": -5},
     "huge_journal_lines": {"sglang_server_journal_lines": 10000000},
+    # the name people say for Qwen3.5's speculation is not SGLang's: the validation names the variable and NEXTN,
+    # the argument spec (type only) does not stop it first with a dump of every option
+    "algorithm_mtp": {"sglang_server_speculative": {"algorithm": "MTP"}},
 }
 FAILING = {
     "nul_in_env": "sglang_server_env.FOO: contains a control character (NUL at offset 1)",
@@ -102,6 +105,7 @@ FAILING = {
     "restart_sec_too_short": "sglang_server_restart_sec: must be an integer from 30 to 3600, got 5",
     "negative_ready_timeout": "sglang_server_ready_timeout: must be an integer from 1 to 86400, got -5",
     "huge_journal_lines": "sglang_server_journal_lines: must be an integer from 0 to 10000, got 10000000",
+    "algorithm_mtp": "sglang_server_speculative.algorithm",
 }
 TEMPLATES = ("sglang.service", "sglang.env", "config.yaml")
 URLS = "{{ {'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url | default('(undefined)')} | to_json }}"
@@ -288,3 +292,11 @@ def test_exposure_level_at_most_2(rendered, tmp_path):
     if match is None:
         pytest.skip("systemd-analyze security --offline is not supported here: %s" % result.stderr.strip()[-300:])
     assert float(match.group(1)) <= 2.0, result.stdout[-4000:]
+
+
+def test_a_wrong_speculative_algorithm_is_named_with_its_fix(rendered):
+    error = rendered["algorithm_mtp"]["error.txt"]
+    assert "sglang_server_speculative.algorithm" in error and "NEXTN" in error, error
+    # the validation's message, not the argument spec's: no dump of the role's options
+    assert "argument_spec" not in error and "Validation of arguments failed" not in error, error
+    assert "sglang_server_rollout" not in error and len(error) < 600, error
