@@ -10,13 +10,16 @@
 The site playbook's plan (``sglang_plan``: what the run planned to change on the host) is kept with it.
 ``host_rows`` gives the rows of one host's table, for the play output (``render_text``) and the Markdown template
 (``playbooks/templates/sglang_report.md.j2``).
+``report_file_name`` turns a host's inventory name into the name of its report files.
 ``host_stats`` cuts a host report down to the few values a job's custom stats carry (``set_stats``: the AWX job
 artifacts that later workflow nodes get as extra vars).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from urllib.parse import quote
 
 NOT_RUN = "not run"
 
@@ -46,6 +49,30 @@ def inert(value):
     if isinstance(value, (list, tuple)):
         return [inert(v) for v in value]
     return value
+
+
+# File names of reports stay well below NAME_MAX (255 bytes) with a suffix such as ".json".
+_FILE_NAME_MAX = 200
+
+
+def report_file_name(host):
+    """The file name (without suffix) of ``host``'s report files: always one path component of the report directory.
+
+    An inventory name is not a file name: ``../../x`` or ``/etc/x`` would write outside the directory, and NUL, a
+    newline or ``/`` have no place in one. Letters, digits, ``_``, ``-`` and ``.`` are kept (a leading dot is not, so
+    neither ``..`` nor a hidden file comes out), every other byte is written ``%XX`` (UTF-8; ``%`` too, so two
+    names never share a file); a very long result is cut and ends in a hash of the name.
+    """
+    text = str(host)
+    name = quote(text, safe="-_.", errors="surrogatepass")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    if not name:
+        raise ValueError("a report needs a host name, got an empty one")
+    if len(name) > _FILE_NAME_MAX:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = "%s~%s" % (name[:_FILE_NAME_MAX - 17], digest)
+    return name
 
 
 def _gpu_summary(gpus):

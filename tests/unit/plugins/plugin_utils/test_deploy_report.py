@@ -7,13 +7,20 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-from ansible_collections.llmserve.sglang.plugins.filter.deploy_report import sglang_report_rows, sglang_report_servers
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmserve.sglang.plugins.filter.deploy_report import (
+    sglang_report_file_name,
+    sglang_report_rows,
+    sglang_report_servers,
+)
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import (
     build_host_report,
     gateway_states,
     host_rows,
     host_stats,
     render_text,
+    report_file_name,
 )
 
 PREFLIGHT = {
@@ -272,3 +279,36 @@ def test_multinode_server_is_shown_once_with_its_nodes():
     assert "node-b: serving; node-a: rolled back" in _render_markdown([rank0, failed], "T")
     # without a multi-node server the report has no servers table
     assert "## Servers" not in _render_markdown([single], "T")
+
+
+# issue 24 #8: an inventory name is not a file name
+HOSTILE_NAMES = ["../../x", "..", ".", ".hidden", "/abs", "/etc/cron.d/x", "a/../../b", "nul\x00byte", "new\nline",
+                 "tab\there", "back\\slash", "100%", "%2E%2E", "gpu node", "ünïcode", "\udcff", "\ud800", "x" * 300,
+                 "x" * 299 + "y"]
+
+
+@pytest.mark.parametrize("host", HOSTILE_NAMES)
+def test_report_file_name_is_one_plain_path_component(tmp_path, host):
+    name = report_file_name(host)
+    assert name and "/" not in name and "\\" not in name and not name.startswith(".")
+    assert all(c.isalnum() and c.isascii() or c in "-_.%~" for c in name), name
+    assert len(name + ".json") < 255
+    directory = str(tmp_path / "gateways")
+    path = os.path.normpath(os.path.join(directory, name + ".json"))
+    assert os.path.dirname(path) == directory
+
+
+def test_report_file_names_keep_ordinary_names_and_never_collide():
+    for host in ("gpu-node-01", "gpu-node-01.example.com", "10.0.0.5", "GW_1"):
+        assert report_file_name(host) == host
+    names = ["gpu-node-01", "%2E%2E", "..", ".", "%2E.", "a/b", "a%2Fb", "x" * 300, "x" * 299 + "y"] + HOSTILE_NAMES
+    assert len({report_file_name(h) for h in set(names)}) == len(set(names))
+    assert report_file_name("../../x") == "%2E.%2F..%2Fx"
+    assert report_file_name(5) == "5"
+
+
+def test_report_file_name_refuses_an_empty_name():
+    with pytest.raises(ValueError):
+        report_file_name("")
+    with pytest.raises(AnsibleFilterError, match="sglang_report_file_name: a report needs a host name"):
+        sglang_report_file_name("")
