@@ -51,11 +51,11 @@ def _run(tmp_path, tasks):
 def test_gateway_reports_stay_in_the_report_directory(tmp_path):
     play = load("playbooks", "gateway.yml")[1]
     task = next(t for t in flatten(play["tasks"]) if t.get("name") == "Write the gateway's report (JSON)")
+    directory = {"path": "{{ hostvars['localhost']['sglang_report_run_dir'] }}/gateways", "state": "directory",
+                 "mode": "0755"}
     tasks = [{"name": "A gateway result", "ansible.builtin.set_fact": {"sglang_gateway_report": {"ok": True}}},
-             {"name": "Make the directory", "ansible.builtin.file": {"path": "{{ hostvars['localhost']"
-                                                                      "['sglang_report_run_dir'] }}/gateways",
-                                                                      "state": "directory", "mode": "0755"},
-              "delegate_to": "localhost", "run_once": True},
+             {"name": "Make the directory", "ansible.builtin.file": directory, "delegate_to": "localhost",
+              "run_once": True},
              task]
     report_dir, written = _run(tmp_path, tasks)
     assert written == sorted(["work/reports/run-1/gateways/%s.json" % name
