@@ -193,7 +193,8 @@ class _Rules(object):
         if uid == 0:
             self.err("user", "%s has uid 0 (root's): the service would run with every privilege" % self.user)
             return
-        if (deployer.get("login_uid") is not None and uid == deployer.get("login_uid")) \
+        # the login uid counts only when it names an account here: in a container it is the outer host's
+        if (deployer.get("login_user") and uid == deployer.get("login_uid")) \
                 or self.user in (deployer.get("login_user"), deployer.get("sudo_user")):
             self.err("user", "%s is the account the deployment logs in as on this host: the service would run with "
                      "its rights (sudo, SSH keys, other hosts). Use an account of its own" % self.user)

@@ -143,8 +143,8 @@ def test_trust_walks_and_heads_report_without_failing(tmp_path):
     unit = tmp_path / "x.service"
     unit.write_text("[Unit]\nDocumentation=https://github.com/llmserve/sglang\n")
     (tmp_path / "link.service").symlink_to(unit)
-    result = run({"trust": [str(open_dir)], "heads": [str(unit), str(tmp_path / "link.service"),
-                                                       str(tmp_path / "missing.service")]})
+    heads = [str(unit), str(tmp_path / "link.service"), str(tmp_path / "missing.service")]
+    result = run({"trust": [str(open_dir)], "heads": heads})
     found = result["trust"][str(open_dir)]
     assert {"path": str(open_dir), "found": "uid %d, mode 0777" % os.getuid()} in found
     assert result["heads"] == {str(unit): "[Unit]\nDocumentation=https://github.com/llmserve/sglang\n",

@@ -150,6 +150,12 @@ def test_what_the_host_decides_about_accounts(host, expected):
     assert any(message.startswith(expected) for message in found), found
 
 
+def test_a_login_uid_that_names_no_account_here_is_not_compared():
+    # inside a container /proc/self/loginuid is the outer host's uid, which may equal the service's by chance
+    host = state(deployer={"login_uid": 998, "login_user": None, "sudo_user": ""})
+    assert sh.service_problems(spec(), host) == []
+
+
 def test_an_account_made_on_purpose_is_used_when_user_create_is_false():
     premade = own_account(comment="SGLang service (made by ops)", uid=2001, gid=2001, home="/srv/sglang")
     host = state(user=premade, group={"exists": True, "name": "sglang", "gid": 2001, "members": [],
