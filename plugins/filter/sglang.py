@@ -18,6 +18,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import
     plan_server,
     rollout_batches,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.service_host import service_problems
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     DEFAULT_PREFIX,
     SGLangConfigError,
@@ -139,6 +140,16 @@ def sglang_rollout_batches(hosts, serial=1, groups=None):
         raise AnsibleFilterError("sglang_rollout_batches: %s" % to_native(exc))
 
 
+def sglang_service_problems(spec, state=None):
+    """Return the rules a role's service account, group, unit name and directories break (empty when none)."""
+    if not isinstance(spec, dict):
+        raise AnsibleFilterError("sglang_service_problems: the input must be a dict, got %s" % type(spec).__name__)
+    if state is not None and not isinstance(state, dict):
+        raise AnsibleFilterError("sglang_service_problems: state must be a deploy_state result (a dict), got %s"
+                                 % type(state).__name__)
+    return service_problems(spec, state)
+
+
 class FilterModule(object):
     """SGLang server configuration filters."""
 
@@ -154,4 +165,5 @@ class FilterModule(object):
             "sglang_node_group_plan": sglang_node_group_plan,
             "sglang_deploy_plan": sglang_deploy_plan,
             "sglang_rollout_batches": sglang_rollout_batches,
+            "sglang_service_problems": sglang_service_problems,
         }

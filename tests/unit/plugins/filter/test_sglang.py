@@ -31,7 +31,7 @@ FILTER_DIR = os.path.dirname(sglang_filter.__file__)
 
 ALL_FILTERS = ["sglang_validate", "sglang_render", "sglang_unit_value", "sglang_base_url",
                "sglang_url_path", "sglang_device_problems", "sglang_node_group_check", "sglang_node_group_plan",
-               "sglang_deploy_plan", "sglang_rollout_batches"]
+               "sglang_deploy_plan", "sglang_rollout_batches", "sglang_service_problems"]
 
 
 def test_filters_are_registered():
@@ -188,3 +188,12 @@ def test_node_group_filters():
         filters["sglang_node_group_plan"](bad, "mn")
     with pytest.raises(AnsibleFilterError, match="group must be"):
         filters["sglang_node_group_check"](nodes, 3)
+
+
+def test_service_problems_filter():
+    problems = FilterModule().filters()["sglang_service_problems"]
+    assert problems({"prefix": "sglang_server_", "user": "sglang", "group": "sglang"}) == []
+    assert problems({"prefix": "sglang_server_", "user": "root", "group": "sglang"})[0].startswith(
+        "sglang_server_user: is root")
+    with pytest.raises(AnsibleFilterError, match="state must be a deploy_state result"):
+        problems({"user": "sglang"}, state=[])
