@@ -18,6 +18,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import
     plan_server,
     rollout_batches,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.pip_args import redact_pip_args, redact_text
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     DEFAULT_PREFIX,
     SGLangConfigError,
@@ -139,6 +140,19 @@ def sglang_rollout_batches(hosts, serial=1, groups=None):
         raise AnsibleFilterError("sglang_rollout_batches: %s" % to_native(exc))
 
 
+def sglang_pip_redact(value, args=None):
+    """A list of pip arguments with their logins masked, or a text with the logins of ``args`` masked."""
+    if isinstance(value, (list, tuple)):
+        try:
+            return redact_pip_args(value)
+        except TypeError as exc:
+            raise AnsibleFilterError("sglang_pip_redact: %s" % to_native(exc))
+    if args is not None and not isinstance(args, (list, tuple)):
+        raise AnsibleFilterError("sglang_pip_redact: args must be the list of pip arguments, got %s"
+                                 % type(args).__name__)
+    return redact_text(value, args)
+
+
 class FilterModule(object):
     """SGLang server configuration filters."""
 
@@ -154,4 +168,5 @@ class FilterModule(object):
             "sglang_node_group_plan": sglang_node_group_plan,
             "sglang_deploy_plan": sglang_deploy_plan,
             "sglang_rollout_batches": sglang_rollout_batches,
+            "sglang_pip_redact": sglang_pip_redact,
         }
