@@ -18,6 +18,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import
     plan_server,
     rollout_batches,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.node_firewall import FirewallError, firewall_lines
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.pip_args import redact_pip_args, redact_text
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     DEFAULT_PREFIX,
@@ -153,6 +154,14 @@ def sglang_pip_redact(value, args=None):
     return redact_text(value, args)
 
 
+def sglang_node_firewall(node_firewall, unit_name):
+    """The nftables scripts a multi-node server's unit runs: {table, load (None when switched off), remove}."""
+    try:
+        return firewall_lines(node_firewall, unit_name)
+    except FirewallError as exc:
+        raise AnsibleFilterError("sglang_node_firewall: %s" % to_native(exc))
+
+
 class FilterModule(object):
     """SGLang server configuration filters."""
 
@@ -169,4 +178,5 @@ class FilterModule(object):
             "sglang_deploy_plan": sglang_deploy_plan,
             "sglang_rollout_batches": sglang_rollout_batches,
             "sglang_pip_redact": sglang_pip_redact,
+            "sglang_node_firewall": sglang_node_firewall,
         }

@@ -260,8 +260,8 @@ def test_the_keys_are_not_in_the_running_launchers_environ_or_cmdline(rendered, 
         with open(report, encoding="utf-8") as handle:
             received = json.load(handle)
         assert received["api_key"] == WORKER_KEY
-        assert received["control_plane_api_keys"] == [["llmserve-admin", "llmserve.sglang gateway role", ADMIN_KEY,
-                                                        "admin"]]
+        expected = [["llmserve-admin", "llmserve.sglang gateway role", ADMIN_KEY, "admin"]]
+        assert received["control_plane_api_keys"] == expected
     finally:
         proc.kill()
         proc.communicate(timeout=30)

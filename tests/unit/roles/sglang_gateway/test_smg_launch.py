@@ -52,13 +52,14 @@ def _run(env):
 
 
 def test_keys_come_from_the_credential_as_the_role_writes_it(tmp_path, env):
-    lines = ["# Ansible managed", ""] + [unit_value("%s=%s" % pair, "env_file", pair[0]) for pair in
-                                         (("LLMSERVE_SMG_ADMIN_API_KEY", ADMIN_KEY), ("LLMSERVE_SMG_API_KEY", WORKER_KEY))]
+    keys = (("LLMSERVE_SMG_ADMIN_API_KEY", ADMIN_KEY), ("LLMSERVE_SMG_API_KEY", WORKER_KEY))
+    lines = ["# Ansible managed", ""] + [unit_value("%s=%s" % pair, "env_file", pair[0]) for pair in keys]
     env["CREDENTIALS_DIRECTORY"] = _credential(tmp_path, "\n".join(lines) + "\n")
     received, stderr = _run(env)
     assert received is not None, stderr
     assert received["api_key"] == WORKER_KEY
-    assert received["control_plane_api_keys"] == [["llmserve-admin", "llmserve.sglang gateway role", ADMIN_KEY, "admin"]]
+    expected = [["llmserve-admin", "llmserve.sglang gateway role", ADMIN_KEY, "admin"]]
+    assert received["control_plane_api_keys"] == expected
 
 
 def test_keys_in_the_environment_are_not_taken(env):

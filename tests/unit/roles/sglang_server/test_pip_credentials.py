@@ -57,7 +57,8 @@ def _tasks(role, first):
 
 
 def _role_vars(role):
-    return [{"ansible.builtin.include_vars": os.path.join(ROLES, role, part, "main.yml")} for part in ("defaults", "vars")]
+    return [{"ansible.builtin.include_vars": os.path.join(ROLES, role, part, "main.yml")}
+            for part in ("defaults", "vars")]
 
 
 def _record(out, token):
