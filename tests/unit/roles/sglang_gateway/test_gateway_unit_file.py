@@ -235,7 +235,7 @@ def _start_like_the_unit(case, tmp_path):
         env.update(sd.env_file(files[path.lstrip("-")]))
     credentials = tmp_path / "credentials"
     for value in sd.values(unit, "LoadCredential"):
-        name, _, path = value.partition(":")
+        name, path = value.split(":", 1)
         credentials.mkdir(mode=0o700, exist_ok=True)
         (credentials / name).write_text(files[path], encoding="utf-8")
         env["CREDENTIALS_DIRECTORY"] = str(credentials)
