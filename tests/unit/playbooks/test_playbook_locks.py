@@ -1,7 +1,7 @@
 """The playbooks hold the per-host lock the way docs/awx.md says: exclusive for site/restart/rollback, shared for the
 audit, renewed before each phase of site.yml with a lease that outlasts the phase's own timeouts (read from the
 roles' tasks, so a longer wait added there fails here), and taken again after the driver role (a reboot empties
-/run/lock). site.yml plans every host at once under the lock (and proves the unchanged ones serve), gives it back,
+/run). site.yml plans every host at once under the lock (and proves the unchanged ones serve), gives it back,
 except on the first batch of the rollout, and takes it again per batch of its change play, whose leases cover the
 gateways' drain and re-registration."""
 
