@@ -350,9 +350,9 @@ def test_site_renews_the_lock_at_every_phase_boundary_of_the_change_play():
     change = site_plays()[2]
     block = [t for t in change["tasks"] if "block" in t][0]
     steps = block_steps(block["block"])
-    kinds = [kind for kind, _ in steps]
+    kinds = [step[0] for step in steps]
     assert kinds[0].startswith("lock:") and kinds[1] == "assert"
-    out, renew_driver, driver, retake, role, renew_in, back = [task for _, task in steps[2:]]
+    out, renew_driver, driver, retake, role, renew_in, back = [step[1] for step in steps[2:]]
     assert renew_driver[LOCK]["state"] == "renewed" and role_of(driver) == "nvidia_driver"
     assert renew_driver[LOCK]["lease"] == "{{ __sglang_lock_lease_driver }}"
     assert retake[LOCK]["lease"] == "{{ __sglang_lock_lease_sglang }}" and role_of(role) == "sglang_server"
@@ -389,9 +389,9 @@ def test_restart_renews_the_lock_right_before_the_restart_and_the_way_back_in():
     play, variables = play_vars("restart.yml", {})
     block = [t for t in play["tasks"] if "block" in t][0]
     steps = block_steps(block["block"])
-    assert [kind for kind, _ in steps] == ["assert", "tasks/gateway_out.yml", "lock:renewed",
+    assert [step[0] for step in steps] == ["assert", "tasks/gateway_out.yml", "lock:renewed",
                                            "sglang_server:restart", "lock:renewed", "tasks/gateway_in.yml"]
-    _, out, renew, _, renew_in, back = [task for _, task in steps]
+    out, renew, renew_in, back = [steps[i][1] for i in (1, 2, 4, 5)]
     assert "when" not in renew, "the restart always comes right after a renewal"
     assert renew_in["when"] == back["when"] == out["when"]
     margin = float(variables.get("sglang_lock_lease", 300))
@@ -406,7 +406,7 @@ def test_restart_renews_the_lock_right_before_the_restart_and_the_way_back_in():
                                             ("plays/gateway_rejoin.yml", "tasks/gateway_in.yml")])
 def test_the_other_changing_plays_change_right_after_taking_the_lock(playbook, role):
     play = play_vars(playbook, {})[0]
-    tasks = [t for t in flatten(play["tasks"])]
+    tasks = list(flatten(play["tasks"]))
     take = [i for i, t in enumerate(tasks) if LOCK in t][0]
     nxt = tasks[take + 1]
     assert role_of(nxt) == role or nxt.get("ansible.builtin.include_tasks", "").endswith(role.split("/")[-1])
