@@ -288,11 +288,21 @@ class Gateway(object):
                                      stderr=subprocess.STDOUT, cwd="/", preexec_fn=preexec, start_new_session=True)
         # /proc/<pid>/cmdline from the first moment on (before smg renames its process title)
         self.cmdlines = set()
+        # /proc/<pid>/environ too: smg's process title later overwrites that memory (it then reads as NULs)
+        self.environs = set()
         if watch_cmdline:
             deadline = time.monotonic() + 3
             while time.monotonic() < deadline and self.proc.poll() is None:
                 self.cmdlines.update(self._cmdlines())
+                self.environs.add(self.environ())
                 time.sleep(0.005)
+
+    def environ(self):
+        try:
+            with open("/proc/%d/environ" % self.proc.pid, "rb") as handle:
+                return handle.read()
+        except OSError:
+            return b""
 
     def _cmdlines(self):
         found = []

@@ -179,11 +179,12 @@ def test_secrets_are_not_in_the_command_line_or_the_log(fleet):
     assert any(b"smg_launch.py" in c for c in gateway.cmdlines), gateway.cmdlines
     for cmdline in seen:
         assert WORKER_KEY.encode() not in cmdline and ADMIN_KEY.encode() not in cmdline, cmdline
-    # /proc/<pid>/environ keeps the start-up environment: the keys came as a credential, never through it
-    with open("/proc/%d/environ" % gateway.proc.pid, "rb") as handle:
-        environ = handle.read()
-    assert b"CREDENTIALS_DIRECTORY=" in environ
-    assert WORKER_KEY.encode() not in environ and ADMIN_KEY.encode() not in environ
+    # /proc/<pid>/environ, sampled from the spawn on (before smg's process title overwrites it) and now: the keys
+    # came as a credential, never through the environment
+    environs = gateway.environs | {gateway.environ()}
+    assert any(b"CREDENTIALS_DIRECTORY=" in environ for environ in environs), environs
+    for environ in environs:
+        assert WORKER_KEY.encode() not in environ and ADMIN_KEY.encode() not in environ
     output = gateway.output()
     assert "control_plane_audit" in output  # the audit log is on, and it names the key's id, not the key
     assert WORKER_KEY not in output and ADMIN_KEY not in output
