@@ -19,6 +19,10 @@ def sglang_spec_verdict(check, setting="auto", on_low="fail", speculative=None):
         raise AnsibleFilterError("sglang_spec_verdict: %s" % to_native(exc))
 
 
+def sglang_spec_problems(setting, prompts):
+    return spec_policy.problems(setting, prompts)
+
+
 def sglang_spec_backend(requested, server):
     return spec_policy.backend(requested, server)
 
@@ -42,4 +46,5 @@ class FilterModule(object):
             "sglang_spec_backend": sglang_spec_backend,
             "sglang_spec_fingerprint": sglang_spec_fingerprint,
             "sglang_spec_off": sglang_spec_off,
+            "sglang_spec_problems": sglang_spec_problems,
         }

@@ -6,6 +6,8 @@
 
 The check (module ``llmserve.sglang.speculative_check``) measures; this decides, on the controller:
 
+``problems(setting, prompts)``
+    what is wrong with the policy's variables (validated with the role's other variables).
 ``min_accept_length(setting, algorithm, num_steps)``
     the floor the acceptance length must reach: ``auto`` derives it from the draft steps (``default_floor``),
     a number is taken as it is, ``none`` judges nothing.
@@ -87,6 +89,19 @@ def setting_problem(setting, variable="sglang_server_speculative_min_accept_leng
         return ("%s must be auto, none or a number from 1 to %g (an acceptance length counts the bonus token, so 1 "
                 "means nothing accepted), got %r" % (variable, MAX_FLOOR, setting))
     return None
+
+
+def problems(setting, prompts, prefix="sglang_server_"):
+    """Every rule the policy's variables break: the floor setting, and prompts that are not non-empty strings."""
+    found = []
+    problem = setting_problem(setting, prefix + "speculative_min_accept_length")
+    if problem:
+        found.append(problem)
+    if not isinstance(prompts, (list, tuple)) or not prompts \
+            or not all(isinstance(p, str) and p.strip() for p in prompts):
+        found.append("%sspeculative_check_prompts must list at least one prompt, each a non-empty string"
+                     % prefix)
+    return found
 
 
 def min_accept_length(setting, algorithm, num_steps):

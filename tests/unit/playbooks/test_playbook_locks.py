@@ -223,7 +223,7 @@ def test_site_leases_outlast_each_phase(scenario):
     install = float(change_vars.get("sglang_lock_install_seconds", 1800))
     assert retake >= install + 2 * change_vars["sglang_server_timeout_stop_sec"] + waits + margin
     if scenario == "defaults":
-        assert (take, driver, retake) == (1200, 300, 4380), "the documented default leases"
+        assert (take, driver, retake) == (1200, 300, 4680), "the documented default leases"
     # with two gateways: each one's drain before the driver phase, each one's wait for the host after SGLang
     gateways = dict(change_vars, groups={"sglang_gateways": ["gw1", "gw2"]}, sglang_gateway_drain_timeout=900,
                     sglang_gateway_healthy_timeout=400)
