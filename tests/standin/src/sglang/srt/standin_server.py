@@ -121,7 +121,10 @@ class Speculation(object):
             raise SystemExit("stand-in speculation settings: %s" % exc)
         if self.answer_tokens < 1 or not 1.0 <= accept or math.isnan(accept):
             raise SystemExit("stand-in: the answer needs 1 token or more and the acceptance length 1 or more")
-        self.accept_length = min(accept, steps + 1.0) if steps else accept
+        self.adaptive = bool(getattr(args, "speculative_adaptive", False))
+        # a verify yields at most one token per step plus the bonus; adaptive may go up to its largest candidate (7)
+        ceiling = 8.0 if self.adaptive else steps + 1.0
+        self.accept_length = min(accept, ceiling) if steps else accept
         self.num_steps = steps
         self.draft_tokens = int(args.speculative_num_draft_tokens or (steps + 1))
         self.attention_backend = str(pick("standin_attention_backend", "LLMSERVE_STANDIN_ATTENTION_BACKEND", "triton"))
@@ -135,7 +138,6 @@ class Speculation(object):
             self.attention_backend = args.attention_backend
         if args.page_size is not None:
             self.page_size = int(args.page_size)
-        self.adaptive = bool(getattr(args, "speculative_adaptive", False))
         self.lock = threading.Lock()
         self.total_tokens = 0
         self.total_forwards = 0
