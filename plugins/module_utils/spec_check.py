@@ -94,7 +94,7 @@ def summarise_requests(answers):
         completion_tokens.append(done)
         completion += done
         latency = _number(meta.get("e2e_latency"))
-        if latency is None:
+        if not latency or latency < 0:
             latency = _number(answer.get("seconds")) or 0.0
         seconds += max(0.0, latency)
         count = _number(meta.get("spec_verify_ct"))

@@ -22,7 +22,7 @@ description:
     traffic and is only updated every C(decode_log_interval) decode forwards (40 by default).
   - RV(requests.decode_tokens_per_s) is the completion tokens over SGLang's own C(e2e_latency) of the requests
     (prefill included), one request at a time.
-  - The HTTP client is the one of P(llmserve.sglang.wait_for_endpoint#module): one wall-clock limit per request,
+  - The HTTP client is the one of P(llmserve.sglang.wait_for_endpoint#module), with one wall-clock limit per request,
     no redirects followed, no proxy for loopback hosts, capped bodies. The API key goes into the
     C(Authorization) header and is masked in everything returned.
 author: llmserve developers (@llmserve)
