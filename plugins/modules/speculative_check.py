@@ -18,7 +18,7 @@ description:
     (filter P(llmserve.sglang.sglang_spec_verdict#filter)).
   - RV(requests.accept_length) is the acceptance length of exactly these requests, from each request's
     C(meta_info) (completion tokens over verify forwards, as SGLang 0.5.23's tokenizer manager computes it).
-    RV(server.avg_spec_accept_length) is SGLang's own cumulative figure since its start, which includes earlier
+    C(avg_spec_accept_length) in RV(server) is SGLang's own cumulative figure since its start, which includes earlier
     traffic and is only updated every C(decode_log_interval) decode forwards (40 by default).
   - RV(requests.decode_tokens_per_s) is the completion tokens over SGLang's own C(e2e_latency) of the requests
     (prefill included), one request at a time.
@@ -189,7 +189,8 @@ def build_module():
             url=dict(type="str", required=True),
             prompts=dict(type="list", elements="str", required=True),
             requests=dict(type="int", default=4),
-            max_new_tokens=dict(type="int", default=128),
+            # a token count, not a secret
+            max_new_tokens=dict(type="int", default=128, no_log=False),
             metrics=dict(type="bool", default=False),
             api_key=dict(type="str", no_log=True),
             timeout=dict(type="float", default=300),
@@ -249,8 +250,8 @@ class SpeculativeCheck(object):
         answer = self.client.request(method, self.base + path, data=data, headers=headers, timeout=self._left())
         status = answer["status"]
         if status != 200:
-            raise CheckFailed("%s %s answered %s%s" % (method, path, describe_status(status),
-                                                      (": " + answer["msg"]) if answer.get("msg") else ""))
+            detail = (": " + answer["msg"]) if answer.get("msg") else ""
+            raise CheckFailed("%s %s answered %s%s" % (method, path, describe_status(status), detail))
         if answer.get("body") is None:
             raise CheckFailed("%s %s: %s" % (method, path, answer.get("body_problem") or "no body"))
         if not want_json:

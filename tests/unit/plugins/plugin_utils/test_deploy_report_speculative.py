@@ -25,7 +25,8 @@ CHECK = {
 }
 
 
-def verdict(check=CHECK, on_low="warn", setting="auto"):
+def verdict(check=None, on_low="warn", setting="auto"):
+    check = check or CHECK
     out = spec_policy.verdict(check, setting, on_low, {"algorithm": "NEXTN", "num_steps": 3})
     out["backend"] = spec_policy.backend({"attention_backend": None, "page_size": None}, check["server"])
     out["prompts"] = 4

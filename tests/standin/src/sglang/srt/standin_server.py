@@ -119,7 +119,7 @@ class Speculation(object):
             self.page_size = int(pick("standin_page_size", "LLMSERVE_STANDIN_PAGE_SIZE", 1))
         except (TypeError, ValueError) as exc:
             raise SystemExit("stand-in speculation settings: %s" % exc)
-        if self.answer_tokens < 1 or not 1.0 <= accept or math.isnan(accept):
+        if self.answer_tokens < 1 or accept < 1.0 or math.isnan(accept):
             raise SystemExit("stand-in: the answer needs 1 token or more and the acceptance length 1 or more")
         self.adaptive = bool(getattr(args, "speculative_adaptive", False))
         # a verify yields at most one token per step plus the bonus; adaptive may go up to its largest candidate (7)
