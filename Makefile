@@ -58,12 +58,12 @@ lint: venv
 	@$(RUN) echo "== ansible-lint (production profile)"; ansible-lint --offline -q
 
 sanity: venv
-	@$(RUN) echo "== ansible-test sanity ($$(ansible --version | head -1))"; dev_ansible_test_pip; \
+	@$(RUN) echo "== ansible-test sanity ($$(ansible --version | sed -n 1p))"; dev_ansible_test_pip; \
 	  dir=$$(dev_sanity_tree); cd "$$dir"; ansible-test sanity --python 3.12 --color no 2>&1 | grep -v '^WARNING: Location'
 
 # unit: the code alone (no engine, no gateway build); functional: real servers (SGLang on CPU, smg, stand-ins)
 unit: venv
-	@$(RUN) echo "== pytest tests/unit ($$(ansible --version | head -1))"; \
+	@$(RUN) echo "== pytest tests/unit ($$(ansible --version | sed -n 1p))"; \
 	  pytest -q -p no:cacheprovider tests/unit
 
 # The same sanity and unit tests on the oldest ansible-core that meta/runtime.yml admits (requirements-compat.txt).

@@ -4,12 +4,16 @@
 
 from __future__ import annotations
 
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.text.converters import to_native
+
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import (
     build_host_report,
     gateway_states,
     host_stats,
     host_rows,
     render_text,
+    report_file_name,
     server_rows,
 )
 
@@ -41,6 +45,13 @@ def sglang_report_text(report):
     return render_text(report)
 
 
+def sglang_report_file_name(host):
+    try:
+        return report_file_name(host)
+    except ValueError as exc:
+        raise AnsibleFilterError("sglang_report_file_name: %s" % to_native(exc))
+
+
 class FilterModule(object):
     """Deployment report filters."""
 
@@ -51,4 +62,5 @@ class FilterModule(object):
             "sglang_report_rows": sglang_report_rows,
             "sglang_report_servers": sglang_report_servers,
             "sglang_report_text": sglang_report_text,
+            "sglang_report_file_name": sglang_report_file_name,
         }

@@ -18,6 +18,9 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import
     plan_server,
     rollout_batches,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.service_host import service_problems
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.node_firewall import FirewallError, firewall_lines
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.pip_args import redact_pip_args, redact_text
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     DEFAULT_PREFIX,
     SGLangConfigError,
@@ -139,6 +142,37 @@ def sglang_rollout_batches(hosts, serial=1, groups=None):
         raise AnsibleFilterError("sglang_rollout_batches: %s" % to_native(exc))
 
 
+def sglang_service_problems(spec, state=None):
+    """Return the rules a role's service account, group, unit name and directories break (empty when none)."""
+    if not isinstance(spec, dict):
+        raise AnsibleFilterError("sglang_service_problems: the input must be a dict, got %s" % type(spec).__name__)
+    if state is not None and not isinstance(state, dict):
+        raise AnsibleFilterError("sglang_service_problems: state must be a deploy_state result (a dict), got %s"
+                                 % type(state).__name__)
+    return service_problems(spec, state)
+
+
+def sglang_pip_redact(value, args=None):
+    """A list of pip arguments with their logins masked, or a text with the logins of ``args`` masked."""
+    if isinstance(value, (list, tuple)):
+        try:
+            return redact_pip_args(value)
+        except TypeError as exc:
+            raise AnsibleFilterError("sglang_pip_redact: %s" % to_native(exc))
+    if args is not None and not isinstance(args, (list, tuple)):
+        raise AnsibleFilterError("sglang_pip_redact: args must be the list of pip arguments, got %s"
+                                 % type(args).__name__)
+    return redact_text(value, args)
+
+
+def sglang_node_firewall(node_firewall, unit_name):
+    """The nftables scripts a multi-node server's unit runs: {table, load (None when switched off), remove}."""
+    try:
+        return firewall_lines(node_firewall, unit_name)
+    except FirewallError as exc:
+        raise AnsibleFilterError("sglang_node_firewall: %s" % to_native(exc))
+
+
 class FilterModule(object):
     """SGLang server configuration filters."""
 
@@ -154,4 +188,7 @@ class FilterModule(object):
             "sglang_node_group_plan": sglang_node_group_plan,
             "sglang_deploy_plan": sglang_deploy_plan,
             "sglang_rollout_batches": sglang_rollout_batches,
+            "sglang_service_problems": sglang_service_problems,
+            "sglang_pip_redact": sglang_pip_redact,
+            "sglang_node_firewall": sglang_node_firewall,
         }

@@ -396,21 +396,62 @@ def inspect_path(path, checksum=True):
 
 
 def account_info(user=None, group=None):
-    """``{user: {exists, name, uid, gid, home, shell}, group: {exists, name, gid}}`` for the names given."""
+    """``{user: {exists, name, uid, gid, primary_group, home, shell, comment, groups}, group: {exists, name, gid,
+    members, primary_of}}`` for the names given.
+
+    ``comment`` is the GECOS field (the roles mark the accounts they create there), ``groups`` the supplementary
+    groups that list the user, ``members`` the accounts a group lists and ``primary_of`` the accounts whose primary
+    group it is (the validation refuses privileged and shared groups).
+    """
     result = {}
     if user is not None:
         try:
             entry = pwd.getpwnam(user)
-            result["user"] = dict(exists=True, name=user, uid=entry.pw_uid, gid=entry.pw_gid, home=entry.pw_dir,
-                                  shell=entry.pw_shell)
+            result["user"] = dict(exists=True, name=user, uid=entry.pw_uid, gid=entry.pw_gid,
+                                  primary_group=group_name(entry.pw_gid), home=entry.pw_dir, shell=entry.pw_shell,
+                                  comment=entry.pw_gecos,
+                                  groups=sorted(g.gr_name for g in grp.getgrall() if user in g.gr_mem))
         except KeyError:
             result["user"] = dict(exists=False, name=user)
     if group is not None:
         try:
-            result["group"] = dict(exists=True, name=group, gid=grp.getgrnam(group).gr_gid)
+            entry = grp.getgrnam(group)
+            result["group"] = dict(exists=True, name=group, gid=entry.gr_gid, members=sorted(entry.gr_mem),
+                                   primary_of=sorted(p.pw_name for p in pwd.getpwall() if p.pw_gid == entry.gr_gid))
         except KeyError:
             result["group"] = dict(exists=False, name=group)
     return result
+
+
+def deployer_info(environ=None, loginuid_path="/proc/self/loginuid"):
+    """Who runs the deployment: ``{login_uid, login_user, sudo_user}``.
+
+    ``login_uid`` is the audit login uid (the account that logged in over SSH; become keeps it), None when the kernel
+    has none (4294967295, no audit session); ``sudo_user`` is ``SUDO_USER`` ("" without sudo).
+    """
+    environ = os.environ if environ is None else environ
+    uid = None
+    try:
+        with open(loginuid_path, "rb") as handle:
+            text = handle.read(32).strip()
+        if text.isdigit() and int(text) != 4294967295:
+            uid = int(text)
+    except (OSError, ValueError):
+        uid = None
+    return dict(login_uid=uid, login_user=None if uid is None else user_name(uid),
+                sudo_user=environ.get("SUDO_USER", ""))
+
+
+def read_head(path, size=4096):
+    """The first ``size`` bytes of a regular file as text (never through a link); None for anything else."""
+    info = _lstat(path)
+    if info is None or not stat.S_ISREG(info.st_mode):
+        return None
+    fd = _open_nofollow(path, os.O_RDONLY, stat.S_ISREG)
+    try:
+        return os.read(fd, size).decode("utf-8", "replace")
+    finally:
+        os.close(fd)
 
 
 def parse_systemctl_show(text):

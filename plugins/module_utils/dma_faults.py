@@ -23,7 +23,9 @@ Recognised events:
   PCI segment). Kernels around 4.9 printed the header ``AMD-Vi: Event logged [`` and the body
   (``IO_PAGE_FAULT device=05:00.0 ...]``) as two records; the two are joined again;
 * Intel VT-d faults: ``DMAR: [DMA Read|DMA Write|INTR-REMAP ...] Request device [bb:dd.f] ...`` (no PCI segment
-  in the message: segment 0000 is assumed);
+  in the message: segment 0000 is assumed), and the two-line form of kernels up to 4.0 (``DMAR:[DMA Read] Request
+  device [..] fault addr ...`` then ``DMAR:[fault reason 06] ...``, ``INTR-REMAP:`` for interrupt remapping). The
+  fault reason is reported as hex (``0x81``); kernels before 5.10 printed it in decimal (``[fault reason 129]``);
 * NVIDIA Xid events (:func:`parse_xid_events`): ``NVRM: Xid (PCI:0000:81:00): 79, pid='<unknown>',
   name=<unknown>, GPU has fallen off the bus.`` in the forms of the driver generations: with and without
   ``PCI:``, ``pid=`` and ``name=``, MIG attribution (``GPU-I:02 GPU-CI:00``), follow-up events ending in
@@ -71,11 +73,19 @@ _AMD_BODY_RE = re.compile(r'^(?P<body>[A-Z][A-Z0-9_]* [^\]]*=[^\]]*)\]?\s*$')
 _AMD_DEVICE_RE = re.compile(r'device=(?P<dev>[0-9a-fA-F]{2,4}(?::[0-9a-fA-F]{2}){1,2}\.[0-7])')
 _AMD_ADDRESS_RE = re.compile(r'(?:address|gpa)=(?P<addr>0x[0-9a-fA-F]+)')
 _AMD_DOMAIN_RE = re.compile(r'domain=(?P<dom>0x[0-9a-fA-F]+)')
+# Newer kernels: "DMAR: [DMA Read NO_PASID] Request device [00:02.0] fault addr 0x7cd80000 [fault reason 0x01] ...";
+# up to 4.0: "DMAR:[DMA Read] Request device [00:02.0] fault addr 9c000000 " and "DMAR:[fault reason 06] ..." as two
+# lines (interrupt remapping: "INTR-REMAP: Request device [[1a:00.0] fault index 1f" and "INTR-REMAP:[fault reason
+# 34] ..."). The reason is decimal (%02d) before 5.10 and hex (0x%02x) from then on.
 _DMAR_RE = re.compile(
-    r'DMAR: \[(?P<what>DMA Read|DMA Write|INTR-REMAP)[^\]]*\] Request device '
-    r'\[(?P<dev>[0-9a-fA-Fx:.]+)\]\s*(?:PASID \S+ )?fault (?:addr|index) (?P<addr>(?:0x)?[0-9a-fA-F]+)'
-    r'(?: \[fault reason (?P<reason>(?:0x)?[0-9a-fA-F]+)\])?\s*(?P<msg>.*)'
+    r'(?:DMAR: ?\[(?P<what>DMA Read|DMA Write|INTR-REMAP)[^\]]*\]|(?P<old_ir>INTR-REMAP):) Request device '
+    r'\[\[?(?P<dev>[0-9a-fA-Fx:.]+)\]\s*(?:PASID \S+ )?fault (?:addr|index) (?P<addr>(?:0x)?[0-9a-fA-F]+)'
+    r'(?:\s*(?:DMAR:|INTR-REMAP:)?\s?\[fault reason (?P<reason>0x[0-9a-fA-F]+|\d+)\])?\s*(?P<msg>.*)'
 )
+# The reason line of the old two-line form
+_DMAR_REASON_RE = re.compile(r'^(?:DMAR|INTR-REMAP):\[fault reason (?:0x[0-9a-fA-F]+|\d+)\]')
+# A record read from /dev/kmsg, or written by rsyslog, carries the newline of a two-line message escaped
+_ESCAPED_NEWLINES = ('\\x0a', '#012')
 _XID_RE = re.compile(
     r'NVRM: Xid \((?:PCI:)?(?P<bdf>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)(?P<attr>[^)]*)\): '
     r'(?P<xid>\d+),?\s*(?P<msg>.*)'
@@ -99,7 +109,8 @@ _DMAR_KINDS = {'DMA Read': 'DMAR_READ_FAULT', 'DMA Write': 'DMAR_WRITE_FAULT', '
 
 # Words of the kernel log lines that the readers of gpu_host_facts use (faults, Xid, SEV-SNP, IOMMU,
 # hypervisor); a capture keeps only such lines.
-_RELEVANT_WORDS = ('NVRM', 'nvidia', 'AMD-Vi', 'DMAR', 'iommu', 'IOMMU', 'SEV', 'kvm_amd', 'Hypervisor detected')
+_RELEVANT_WORDS = ('NVRM', 'nvidia', 'AMD-Vi', 'DMAR', 'INTR-REMAP', 'iommu', 'IOMMU', 'SEV', 'kvm_amd',
+                   'Hypervisor detected')
 
 
 def split_line(line):
@@ -156,6 +167,12 @@ def _hex(text):
     return text if text.startswith('0x') else '0x' + text
 
 
+def _dmar_reason(text):
+    """The fault reason as ``0xNN``: ``0x``-prefixed text is hex, plain digits are decimal (``%02d`` of old kernels)."""
+    value = int(text, 16) if text.lower().startswith('0x') else int(text, 10)
+    return '0x%02x' % value
+
+
 def _amd_prefix(text, index):
     """The ``<driver> <address>: `` match right before ``text[index]``, or ``None``."""
     return _AMD_PREFIX_RE.search(text[max(0, index - _AMD_PREFIX_WINDOW):index])
@@ -202,16 +219,21 @@ def parse_line(line):
             'domain': domain.group('dom') if domain else None,
             'detail': rest.strip(' ,'),
         }
-    match = _DMAR_RE.search(line) if 'DMAR: [' in line else None
+    match = None
+    if 'DMAR:' in line or 'INTR-REMAP:' in line:
+        for escaped in _ESCAPED_NEWLINES:
+            line = line.replace(escaped, ' ')
+        match = _DMAR_RE.search(line)
     if match:
+        reason = match.group('reason')
         return {
             'source': 'intel-dmar',
-            'kind': _DMAR_KINDS[match.group('what')],
+            'kind': _DMAR_KINDS[match.group('what') or match.group('old_ir')],
             'pci_address': _dmar_device(match.group('dev')),
             'address': _hex(match.group('addr')),
             'domain': None,
-            'detail': ('fault reason %s: %s' % (_hex(match.group('reason')), match.group('msg').strip())
-                       if match.group('reason') else match.group('msg').strip()),
+            'detail': ('fault reason %s: %s' % (_dmar_reason(reason), match.group('msg').strip())
+                       if reason else match.group('msg').strip()),
         }
     match = _XID_RE.search(line) if 'NVRM: Xid' in line else None
     if match and int(match.group('xid')) in DMA_XIDS:
@@ -237,13 +259,28 @@ def _amd_continuation(lines, index):
     return None, None
 
 
+def _dmar_continuation(lines, index):
+    """For an Intel fault at ``lines[index]`` logged without its reason, return ``(index, message)`` of the reason
+    line that old kernels printed next (``DMAR:[fault reason 06] ...``), or ``(None, None)``."""
+    for offset in range(1, _CONTINUATION_WINDOW + 1):
+        if index + offset >= len(lines):
+            break
+        message = split_line(lines[index + offset])[2].strip()
+        if _DMAR_REASON_RE.match(message):
+            return index + offset, message
+        if parse_line(message) is not None:
+            break  # the next fault: the reason of this one was lost
+    return None, None
+
+
 def parse_kernel_log(lines, limit=MAX_EVENTS):
     """Parse log lines; return ``(events, dropped)`` where ``dropped`` counts events beyond ``limit``.
 
     Each event has ``source``, ``kind``, ``pci_address`` (``dddd:bb:dd.f`` or ``None``), ``address``
     (faulting address), ``domain`` (AMD-Vi protection domain), ``detail``, ``timestamp`` (seconds since
     boot when the line carries one) and ``line`` (the log line, shortened). An AMD-Vi event split over
-    two records counts once, with the header's time and both lines.
+    two records, and an Intel fault whose reason old kernels printed on a second line, count once, with the first
+    line's time and both lines.
     """
     lines = list(lines or ())
     events = []
@@ -267,6 +304,14 @@ def parse_kernel_log(lines, limit=MAX_EVENTS):
             if event is None:
                 continue
             text = '%s %s' % (text, lines[body_index][:MAX_PARSE_CHARS].strip())
+        elif event['source'] == 'intel-dmar' and '[fault reason ' not in text:
+            body_index, body = _dmar_continuation(lines, index)
+            if body_index is not None:
+                joined = parse_line('%s %s' % (split_line(line)[2], body))
+                if joined is not None:
+                    consumed.add(body_index)
+                    event = joined
+                    text = '%s %s' % (text, lines[body_index][:MAX_PARSE_CHARS].strip())
         if len(events) >= limit:
             dropped += 1
             continue

@@ -658,14 +658,22 @@ def _int_value(text):
         return None
 
 
-def scan_gpus(host, groups=None):
-    """One dict per NVIDIA display-class PCI function (VGA 0x0300xx / 3D 0x0302xx), in PCI address order.
+def scan_gpu_functions(host, groups=None):
+    """Return ``(gpus, virtual_functions)`` of the NVIDIA display-class PCI functions (VGA 0x0300xx / 3D 0x0302xx).
+
+    ``gpus`` are the physical functions, in PCI address order, each with its ``virtual_functions`` (the addresses
+    of its SR-IOV VFs). A function with a ``physfn`` link is an SR-IOV virtual function: it shows the IDs and class
+    of its GPU but is a slice of it (a vGPU host hands them to virtual machines), so it goes into
+    ``virtual_functions`` (dicts with ``pci_address``, ``physical_function``, ``gpu_index``, ``device_id``,
+    ``pci_class``, ``name``, ``iommu_group``, ``iommu_domain_type``, ``driver``) and never counts as a GPU.
+    Inside a VM a passed-through VF has no ``physfn`` link and is that VM's GPU.
 
     ``groups`` is the result of :func:`read_iommu_groups` (read here when not given).
     """
     if groups is None:
         groups = read_iommu_groups(host)
     gpus = []
+    vfs = []
     for entry in host.listdir('/sys/bus/pci/devices'):
         address = normalize_pci_address(entry)
         if address is None:
@@ -686,6 +694,20 @@ def scan_gpus(host, groups=None):
             type_value = host.read_value('/sys/kernel/iommu_groups/%s/type' % group_name)
             group_info = {'type': type_value or None,
                           'devices': host.listdir('/sys/kernel/iommu_groups/%s/devices' % group_name)}
+        physfn = host.link_name(base + '/physfn')
+        if physfn is not None:
+            vfs.append({
+                'pci_address': address,
+                'physical_function': normalize_pci_address(physfn) or physfn,
+                'gpu_index': None,
+                'device_id': '0x%04x' % device,
+                'pci_class': '0x%06x' % pci_class,
+                'name': ident['name'],
+                'iommu_group': group,
+                'iommu_domain_type': group_info['type'] if group_info else None,
+                'driver': host.link_name(base + '/driver'),
+            })
+            continue
         numa = _int_value(host.read_value(base + '/numa_node'))
         sub_vendor = _hex_value(host.read_value(base + '/subsystem_vendor'))
         sub_device = _hex_value(host.read_value(base + '/subsystem_device'))
@@ -713,11 +735,25 @@ def scan_gpus(host, groups=None):
             'uuid': info.get('GPU UUID'),
             'vbios': info.get('Video BIOS'),
             'device_minor': int(minor) if minor and minor.isdigit() else None,
+            'virtual_functions': [],
         })
     gpus.sort(key=lambda gpu: gpu['pci_address'])
+    vfs.sort(key=lambda vf: vf['pci_address'])
+    by_address = {}
     for index, gpu in enumerate(gpus):
         gpu['index'] = index
-    return gpus
+        by_address[gpu['pci_address']] = gpu
+    for vf in vfs:
+        gpu = by_address.get(vf['physical_function'])
+        if gpu is not None:
+            vf['gpu_index'] = gpu['index']
+            gpu['virtual_functions'].append(vf['pci_address'])
+    return gpus, vfs
+
+
+def scan_gpus(host, groups=None):
+    """The physical GPUs of :func:`scan_gpu_functions` (SR-IOV virtual functions left out), in PCI address order."""
+    return scan_gpu_functions(host, groups)[0]
 
 
 def scan_pci(host):
@@ -726,7 +762,8 @@ def scan_pci(host):
     ``sysfs`` is whether ``/sys/bus/pci/devices`` exists, ``devices`` the number of PCI functions in it,
     ``vendors`` the number of functions per vendor ID, ``nvidia_functions`` the NVIDIA functions that are
     not GPUs (HDMI audio, NVSwitch bridges, ...) with ``pci_address``, ``device_id``, ``pci_class`` and
-    ``driver``. Tells "no NVIDIA GPU" apart from "no PCI at all" and from "NVIDIA parts but no GPU".
+    ``driver``; SR-IOV virtual functions of a GPU are not among them (:func:`scan_gpu_functions` lists them).
+    Tells "no NVIDIA GPU" apart from "no PCI at all" and from "NVIDIA parts but no GPU".
     """
     present = host.isdir('/sys/bus/pci/devices')
     vendors = {}

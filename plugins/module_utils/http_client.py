@@ -24,6 +24,7 @@ The module's parameters that are read (all optional, so each module declares onl
 from __future__ import annotations
 
 import http.client
+import socket
 import urllib.error
 from urllib.parse import urlsplit
 
@@ -55,6 +56,37 @@ def url_host(url):
         return None
 
 
+def is_own_address(host, resolve=socket.getaddrinfo):
+    """True when ``host`` (an address or a name) resolves to an address of this machine: one that a socket can be
+    bound to. A server bound to the host's own IP is probed at that IP, and a proxy must not see that request (nor
+    its API key) any more than one to 127.0.0.1. A name that does not resolve here is not this machine's.
+
+    With ``net.ipv4.ip_nonlocal_bind`` (or ``net.ipv6.ip_nonlocal_bind``) set, any address binds and so counts as
+    this machine's: such a request then goes direct, which never hands a key to a proxy."""
+    if not host:
+        return False
+    try:
+        answers = resolve(host, None, 0, socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
+        return False
+    for family, dummy, dummy, dummy, sockaddr in answers:
+        if family not in (socket.AF_INET, socket.AF_INET6):
+            continue
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as sock:
+                sock.bind((sockaddr[0], 0) + tuple(sockaddr[2:]))
+        except OSError:  # EADDRNOTAVAIL: another machine's address
+            continue
+        return True
+    return False
+
+
+def goes_direct(host, resolve=socket.getaddrinfo):
+    """Whether a request to ``host`` must skip any proxy: loopback, link-local and unspecified addresses
+    (:func:`~endpoint_wait.is_local_host`) and the addresses of this machine (:func:`is_own_address`)."""
+    return is_local_host(host) or is_own_address(host, resolve)
+
+
 def build_fetcher(module):
     """A ``fetch(module, url, data=None, headers=None, method=None, timeout=10, ca_path=None)`` for one module run.
 
@@ -62,7 +94,8 @@ def build_fetcher(module):
     with lower-case names, ``msg``), with three differences: it never reads a body (on an error status the response
     is the ``HTTPError``, read by the caller with its size cap), it never follows a redirect (a 3xx comes back as its
     status with its ``location``, so the Authorization header only goes to the URL's own origin), and it never
-    uses a proxy for loopback and link-local hosts, whatever the environment says.
+    uses a proxy for loopback and link-local hosts and this machine's own addresses (:func:`goes_direct`, decided
+    once a host for the run), whatever the environment says.
     """
     p = module.params
     use_proxy = p.get("use_proxy", True)
@@ -72,12 +105,21 @@ def build_fetcher(module):
                    follow_redirects="none")
     options["context"] = urls.make_context(cafile=p.get("ca_path"), **tls)
     request = urls.Request(**options)
+    direct = {}
+
+    def proxy_for(url):
+        if not use_proxy:
+            return False
+        host = url_host(url)
+        if host not in direct:
+            direct[host] = goes_direct(host)
+        return not direct[host]
 
     def fetch(module, url, data=None, headers=None, method=None, timeout=10, ca_path=None):
         info = {"url": url, "status": -1}
         try:
             resp = request.open(method or "GET", url, data=data, headers=headers, timeout=timeout,
-                                use_proxy=use_proxy and not is_local_host(url_host(url)))
+                                use_proxy=proxy_for(url))
         except urllib.error.HTTPError as exc:  # an answer with an error or redirect status
             info.update({k.lower(): v for k, v in (exc.headers or {}).items()})
             info.update(status=exc.code, msg="HTTP Error %s: %s" % (exc.code, clean_text(exc.reason)))

@@ -121,8 +121,22 @@ options:
     description: A group to look up (the C(group) entry of RV(accounts)).
     type: str
   unit:
-    description: A systemd unit whose C(ActiveState), C(SubState) and C(UnitFileState) come back in RV(unit).
+    description:
+      - A systemd unit whose C(ActiveState), C(SubState), C(UnitFileState), C(LoadState), C(FragmentPath) and C(Id)
+        come back in RV(unit).
     type: str
+  trust:
+    description:
+      - Paths to walk as O(trusted_dir) is walked (from the top; a link, not a directory, not owned by root, or
+        writable by group or others), reporting what is found in RV(trust) instead of failing.
+    type: list
+    elements: path
+    default: []
+  heads:
+    description: Files whose first 4 KiB come back in RV(heads) (null for a missing path or anything but a regular file).
+    type: list
+    elements: path
+    default: []
   probe_argv:
     description:
       - A read-only command (argument vector, no shell) to run after everything else, for example a version probe.
@@ -213,17 +227,36 @@ contents:
   returned: always
   type: dict
 accounts:
-  description: What O(user) and O(group) are on the host (C(exists) false when there is no such account).
+  description:
+    - What O(user) and O(group) are on the host (C(exists) false when there is no such account). For the user also
+      C(comment) (GECOS), C(primary_group) and C(groups) (the supplementary groups listing it); for the group
+      C(members) and C(primary_of) (the accounts whose primary group it is).
+    - C(deployer) (always there) says who runs the deployment; C(login_uid) (the audit login uid of the session, which
+      become keeps; null without one), C(login_user) and C(sudo_user) (C(SUDO_USER), empty without sudo).
   returned: always
   type: dict
   sample:
-    user: {exists: true, name: sglang, uid: 998, gid: 998, home: /var/lib/sglang, shell: /usr/sbin/nologin}
-    group: {exists: true, name: sglang, gid: 998}
+    user: {exists: true, name: sglang, uid: 998, gid: 998, primary_group: sglang, home: /var/lib/sglang,
+           shell: /usr/sbin/nologin, comment: llmserve.sglang service account, groups: []}
+    group: {exists: true, name: sglang, gid: 998, members: [], primary_of: [sglang]}
+    deployer: {login_uid: 1000, login_user: ops, sudo_user: ops}
 unit:
-  description: C(ActiveState), C(SubState) and C(UnitFileState) of O(unit) as systemctl shows them (empty without O(unit)).
+  description:
+    - C(ActiveState), C(SubState), C(UnitFileState), C(LoadState), C(FragmentPath) and C(Id) of O(unit) as systemctl
+      shows them (empty without O(unit)).
   returned: always
   type: dict
-  sample: {ActiveState: active, SubState: running, UnitFileState: enabled}
+  sample: {ActiveState: active, SubState: running, UnitFileState: enabled, LoadState: loaded,
+           FragmentPath: /etc/systemd/system/sglang.service, Id: sglang.service}
+trust:
+  description: For each O(trust) path, C([{path, found}]) for every part that anyone but root could change.
+  returned: always
+  type: dict
+  sample: {/opt/sglang: [{path: /opt/sglang, found: "uid 998, mode 0755"}]}
+heads:
+  description: For each O(heads) path, the first 4 KiB of the file as text, or null.
+  returned: always
+  type: dict
 probe:
   description: C(rc), C(stdout) and C(stderr) of O(probe_argv) (empty without it; C(rc) null when it could not run).
   returned: always
@@ -244,11 +277,13 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_state impor
     apply_directory,
     apply_file,
     check_path,
+    deployer_info,
     inspect_path,
     parse_systemctl_show,
     plan_directory,
     plan_file,
     printable,
+    read_head,
     read_regular,
     trust_problems,
 )
@@ -279,6 +314,8 @@ def build_module():
             user=dict(type="str"),
             group=dict(type="str"),
             unit=dict(type="str"),
+            trust=dict(type="list", elements="path", default=[]),
+            heads=dict(type="list", elements="path", default=[]),
             probe_argv=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
@@ -314,7 +351,7 @@ def unit_state(module, name):
     if not systemctl:
         raise StateError("unit %s: systemctl is not installed on this host" % printable(name))
     rc, out, err = module.run_command([systemctl, "show", "-p", "ActiveState", "-p", "SubState", "-p", "UnitFileState",
-                                       "--", name])
+                                       "-p", "LoadState", "-p", "FragmentPath", "-p", "Id", "--", name])
     if rc != 0:
         raise StateError("systemctl show %s failed (rc=%d): %s" % (printable(name), rc, printable(err.strip(), 500)))
     return parse_systemctl_show(out)
@@ -332,7 +369,8 @@ def probe(module, argv):
 
 def run(module):
     p = module.params
-    result = dict(changed=False, directories=[], files=[], paths={}, contents={}, accounts={}, unit={}, probe={})
+    result = dict(changed=False, directories=[], files=[], paths={}, contents={}, accounts={}, unit={}, probe={},
+                  trust={}, heads={})
     # 1. checks: nothing is changed when any of them fails
     directories = [Directory(d["path"], d.get("owner"), d.get("group"), d.get("mode")) for d in p["directories"]]
     if p["trusted_dir"] is not None:
@@ -373,7 +411,13 @@ def run(module):
     for path in p["read"]:
         data = read_regular(check_path(path, "read"), limit=MAX_READ)
         result["contents"][path] = None if data is None else data.decode("utf-8", "replace")
+    for path in p["trust"]:
+        result["trust"][path] = [dict(path=part, found=found)
+                                 for part, found, dummy in trust_problems(check_path(path, "trust"))]
+    for path in p["heads"]:
+        result["heads"][path] = read_head(check_path(path, "heads"))
     result["accounts"] = account_info(p["user"], p["group"])
+    result["accounts"]["deployer"] = deployer_info()
     if p["unit"]:
         result["unit"] = unit_state(module, p["unit"])
     if p["probe_argv"]:

@@ -31,7 +31,7 @@ description:
   - HTTP goes through the collection's shared client (also used by M(llmserve.sglang.wait_for_endpoint)); every
     request has one wall-clock limit (O(request_timeout)) from connect to the last byte, bodies are read up to
     O(max_body_bytes), redirects are never followed (the key never goes to another origin), and loopback or
-    link-local hosts are never reached through a proxy.
+    link-local hosts and the addresses of the host the module runs on are never reached through a proxy.
   - The keys never appear in what the module returns or logs; answers of the gateway are cleaned of them.
 author: llmserve developers (@llmserve)
 attributes:
@@ -153,7 +153,8 @@ options:
     type: path
   use_proxy:
     description:
-      - Whether proxy environment variables are honoured. Loopback and link-local hosts are always reached directly.
+      - Whether proxy environment variables are honoured. Loopback and link-local hosts and the addresses of the
+        host the module runs on (names that resolve to one included) are always reached directly.
     type: bool
     default: true
 notes:

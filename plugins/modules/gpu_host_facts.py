@@ -18,6 +18,9 @@ description:
     firmware failed to boot, which C(nvidia-smi) no longer lists, is still reported. The architecture
     comes from a device-ID table built from the NVIDIA driver's name table and pci.ids; unknown IDs
     from C(0x2900) up count as V(blackwell), other unknown IDs as V(unknown).
+  - Only physical functions count as GPUs. SR-IOV virtual functions (a function with a C(physfn) link, as a vGPU
+    host creates them; they carry the GPU's own IDs and class) are listed apart in
+    RV(ansible_facts.gpu_host.gpu_virtual_functions) and by address in each GPU's C(virtual_functions).
   - For each GPU the IOMMU group and the group's default domain type are read from
     C(/sys/kernel/iommu_groups/<N>/type), which is the only per-device truth about passthrough.
   - DMA faults are found in the kernel log (AMD-Vi event log entries such as C(IO_PAGE_FAULT),
@@ -172,7 +175,9 @@ ansible_facts:
           type: str
           sample: 6.12.30-amd64
         gpus:
-          description: One entry per NVIDIA display-class PCI function, in PCI address order.
+          description: >-
+            One entry per NVIDIA display-class PCI physical function, in PCI address order. SR-IOV virtual functions
+            are not GPUs here (see RV(ansible_facts.gpu_host.gpu_virtual_functions)).
           type: list
           elements: dict
           contains:
@@ -269,6 +274,52 @@ ansible_facts:
             xid_events:
               description: Number of RV(ansible_facts.gpu_host.xid_events) attributed to this GPU.
               type: int
+            virtual_functions:
+              description: PCI addresses of this GPU's SR-IOV virtual functions, empty when SR-IOV is off.
+              type: list
+              elements: str
+              sample: ["0000:01:00.4", "0000:01:00.5"]
+        gpu_virtual_functions:
+          description: >-
+            The SR-IOV virtual functions of NVIDIA GPUs (display-class functions with a C(physfn) link), in PCI address
+            order. They are slices of a GPU for virtual machines, not GPUs of this host, and are never counted, selected
+            or paired as GPUs. Their DMA faults are not counted in the GPU's C(dma_faults).
+          type: list
+          elements: dict
+          contains:
+            pci_address:
+              description: PCI address of the virtual function.
+              type: str
+              sample: "0000:01:00.4"
+            physical_function:
+              description: PCI address of its physical function (the C(physfn) link).
+              type: str
+              sample: "0000:01:00.0"
+            gpu_index:
+              description: >-
+                RV(ansible_facts.gpu_host.gpus) index of the physical function, null if that is no listed GPU.
+              type: int
+              sample: 0
+            device_id:
+              description: PCI device ID (the GPU's own).
+              type: str
+              sample: "0x2bb5"
+            pci_class:
+              description: PCI class code.
+              type: str
+              sample: "0x030200"
+            name:
+              description: Product name from the device-ID table.
+              type: str
+            iommu_group:
+              description: IOMMU group number, null without an IOMMU.
+              type: int
+            iommu_domain_type:
+              description: Default domain type of that group, null without an IOMMU group.
+              type: str
+            driver:
+              description: Bound kernel driver (for example C(vfio-pci)), null when none is bound.
+              type: str
         pci_scan:
           description: What the PCI scan saw, to explain a host without GPU.
           type: dict
@@ -286,7 +337,8 @@ ansible_facts:
             nvidia_functions:
               description: >-
                 NVIDIA functions that are not GPUs (HDMI audio, NVSwitch, ...), each with C(pci_address),
-                C(device_id), C(pci_class) and C(driver).
+                C(device_id), C(pci_class) and C(driver). SR-IOV virtual functions of GPUs are in
+                RV(ansible_facts.gpu_host.gpu_virtual_functions) instead.
               type: list
               elements: dict
         virtualization:
@@ -673,7 +725,7 @@ def collect(module, root, kernel_log, recorder=None):
 
     cmdline = host.read('/proc/cmdline', default='')
     iommu, groups = gpu_sysfs.read_iommu(host, cmdline)
-    gpus = gpu_sysfs.scan_gpus(host, groups)
+    gpus, virtual_functions = gpu_sysfs.scan_gpu_functions(host, groups)
     snp, snp_evidence = gpu_sysfs.detect_sev_snp(host, log_lines)
 
     driver = gpu_sysfs.read_nvidia_driver(host)
@@ -693,6 +745,7 @@ def collect(module, root, kernel_log, recorder=None):
         'root': host.root,
         'kernel_release': host.read_value('/proc/sys/kernel/osrelease') or None,
         'gpus': gpus,
+        'gpu_virtual_functions': virtual_functions,
         'pci_scan': gpu_sysfs.scan_pci(host),
         'iommu': iommu,
         'sev_snp': snp,

@@ -32,6 +32,10 @@ description:
     back).
   - The lock directory and the guard file must belong to the user the module runs as (or root), and O(path) must not
     be a symbolic link; otherwise the module fails and changes nothing.
+  - The directory that holds the lock (C(/run/llmserve) by default) must belong to root or the user the module runs as
+    and must not be writable by its group or others, so that no other local user can create the lock and block every
+    run (as anyone could in the world-writable C(/run/lock)). The module creates it (mode C(0700)) when it is missing
+    and its own parent exists; any other directory fails the module before it changes anything.
   - Lock bookkeeping is not a change to the host's configuration, so the module always reports C(changed=false),
     also in check mode (where it takes and releases the lock as well, because an audit must not read a half-applied host).
 author: llmserve developers (@llmserve)
@@ -58,10 +62,11 @@ options:
     choices: [exclusive, shared]
     default: exclusive
   path:
-    description: The lock directory (absolute). C(/run/lock) is emptied by a reboot, so a run that reboots the host
-      takes the lock again afterwards.
+    description:
+      - The lock directory (absolute). Its parent must be private (see above); C(/run/lock) is refused.
+      - C(/run) is emptied by a reboot, so a run that reboots the host takes the lock again afterwards.
     type: path
-    default: /run/lock/llmserve-sglang.lock
+    default: /run/llmserve/sglang.lock
   lease:
     description:
       - Seconds this holder keeps the lock without renewing it. After that, another run may take it over.
@@ -89,7 +94,7 @@ attributes:
   diff_mode:
     details: Nothing to show a diff of.
   platform:
-    details: Needs a writable lock directory (C(/run/lock) on systemd hosts) and C(flock).
+    details: Needs a private directory for the lock (C(/run/llmserve), created when missing) and C(flock).
 notes:
   - A lease is measured on the host's boot-time clock, which NTP does not step; a lease taken before the last boot
     (only possible with O(path) on persistent storage) is judged by the wall clock.
@@ -110,7 +115,7 @@ EXAMPLES = r"""
     state: renewed
     lease: 2400
 
-- name: Take the lock again after a reboot emptied /run/lock (a renewal when this run still holds it)
+- name: Take the lock again after a reboot emptied /run (a renewal when this run still holds it)
   llmserve.sglang.run_lock:
     owner: "{{ awx_job_id | default('manual') }}"
     lease: 2400
@@ -478,6 +483,30 @@ def set_aside(lock):
     return None
 
 
+def private_parent(parent):
+    """Create the lock's parent (0700) when missing; refuse one that another local user could write to.
+
+    In a directory others can write to (/run/lock is 1777) anyone can create the lock or its guard first, and every
+    run then fails on it.
+    """
+    try:
+        os.mkdir(parent, 0o700)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        raise LockError("directory %s for the lock does not exist, nor does its parent" % parent)
+    info = os.lstat(parent)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise LockError("%s, the directory for the lock, is not a directory (a symbolic link or a file)" % parent)
+    if info.st_uid not in (os.geteuid(), 0):
+        raise LockError("%s, the directory for the lock, belongs to uid %d, not to uid %d or root: another user could "
+                        "block every run there; choose a private directory" % (parent, info.st_uid, os.geteuid()))
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise LockError("%s, the directory for the lock, is writable by its group or others (mode %04o): any local "
+                        "user could create the lock there first and block every run; choose a private directory "
+                        "such as /run/llmserve" % (parent, stat.S_IMODE(info.st_mode)))
+
+
 def check_params(module):
     p = module.params
     owner = p["owner"]
@@ -500,7 +529,7 @@ def build_module():
             state=dict(type="str", default="acquired", choices=["acquired", "renewed", "released"]),
             owner=dict(type="str", required=True),
             mode=dict(type="str", default="exclusive", choices=["exclusive", "shared"]),
-            path=dict(type="path", default="/run/lock/llmserve-sglang.lock"),
+            path=dict(type="path", default="/run/llmserve/sglang.lock"),
             lease=dict(type="float", default=300),
             wait=dict(type="float", default=600),
             interval=dict(type="float", default=1),
@@ -537,11 +566,14 @@ def renew(module, path, owner, lease, stale_after, result):
         result["held_by"] = lock.raw
         mine = lock.mine(owner)
         if not mine:
-            who = ("held by " + "; ".join(describe(h, now) for h in lock.holders)) if lock.exists else "free"
-            raise LockError(
-                "run %s no longer holds the lock %s (it is %s): its lease ended or the host rebooted, and another "
-                "run may have changed the host since. Stop here and run again; take a longer lease before long steps."
-                % (printable(owner), path, who))
+            if lock.exists:
+                why = ("another run took it over after this run's lease ended (it is held by %s), and that run may "
+                       "have changed the host since" % "; ".join(describe(h, now) for h in lock.holders))
+            else:
+                why = ("it is free: this run's lease ended and another run may have taken it, changed the host and "
+                       "given it back, or the host rebooted")
+            raise LockError("run %s no longer holds the lock %s: %s. Stop here and run again; take a longer lease "
+                            "before long steps." % (printable(owner), path, why))
         if mine[0]["_abandoned"]:
             module.warn("the lease of run %s on %s had ended (%s); no other run took the lock meanwhile, so it is "
                         "renewed" % (printable(owner), path, mine[0]["_abandoned"]))
@@ -631,10 +663,8 @@ def main():
     path, owner = os.path.normpath(p["path"]), p["owner"]
     result = dict(changed=False, held_by={}, waited=0.0, taken_over=False, taken_over_from=[], mode=None,
                   expires=None)
-    parent = os.path.dirname(path)
-    if not os.path.isdir(parent):
-        module.fail_json(msg="directory %s for the lock %s does not exist" % (parent, path), **result)
     try:
+        private_parent(os.path.dirname(path))
         if p["state"] == "released":
             aside = release(module, path, owner, p["stale_after"], result)
             if aside:

@@ -33,7 +33,8 @@ description:
     the journal lines of that invocation only.
   - The module never changes anything; it always reports C(changed=false).
   - HTTP goes through C(ansible.module_utils.urls), so proxies, client certificates and CA bundles work as in
-    M(ansible.builtin.uri). Loopback and link-local hosts are never reached through a proxy (see O(use_proxy)).
+    M(ansible.builtin.uri). Loopback and link-local hosts and the addresses of the host the module runs on are never
+    reached through a proxy (see O(use_proxy)).
   - Secrets are masked as C(********) in everything the module returns (RV(msg), RV(status_history), RV(json),
     RV(journal)), namely the values of O(api_key) and O(secrets), the password of O(url), values of request headers
     whose names look secret, values under secret-looking keys and after secret-looking command-line flags, and
@@ -81,7 +82,7 @@ options:
       - SGLang protects every endpoint except C(/health*), C(/ready) and C(/metrics) with C(--api-key).
       - The value is never logged, and it is masked wherever it appears in what the module returns.
       - It is only sent to the origin of O(url) (redirects are not followed) and never to a proxy for a loopback or
-        link-local host.
+        link-local host or an address of the host the module runs on.
     type: str
   secrets:
     description:
@@ -115,6 +116,8 @@ options:
       - Loopback and link-local hosts (V(localhost), names ending in V(.localhost), C(127.0.0.0/8), C(::1),
         C(169.254.0.0/16), C(fe80::/10), C(0.0.0.0), C(::)) are always reached directly, whatever the environment
         says, so a poll of the local server and its API key cannot go to a proxy.
+      - So are the addresses of the host the module runs on (one a socket can be bound to), and names that resolve
+        to one of them, because a server bound to the host's own IP is probed at that IP.
     type: bool
     default: true
   status_code:

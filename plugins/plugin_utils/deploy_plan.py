@@ -64,7 +64,7 @@ def plan_server(state, managed, candidates, staging_dir, good_dir, extra=None, s
     ``candidates``: the content rendered on the controller for each ``name`` (only its sha256 is used and nothing of
     it is returned). ``extra``: other files the stage step writes, ``{path, sha256, owner, group, mode}`` (they never
     restart anything). ``staged_attrs``/``good_attrs``: the ``{owner, group, mode}`` of the staged and the last good
-    copies. ``install``: ``{needed, what}``. ``account``: ``{user, group, home, shell}`` the service account must have.
+    copies. ``install``: ``{needed, what}``. ``account``: ``{user, group, home, shell}`` (and ``comment``) the service account must have.
     """
     if not isinstance(state, dict) or not isinstance(managed, list) or not isinstance(candidates, dict):
         raise PlanError("plan_server: state must be a dict (a deploy_state result), managed a list of files and "
@@ -102,7 +102,9 @@ def plan_server(state, managed, candidates, staging_dir, good_dir, extra=None, s
         else:
             wrong = [what for what, ok in (("group", group.get("exists") and user.get("gid") == group.get("gid")),
                                            ("home", user.get("home") == account.get("home")),
-                                           ("shell", user.get("shell") == account.get("shell"))) if not ok]
+                                           ("shell", user.get("shell") == account.get("shell")),
+                                           ("comment", "comment" not in account
+                                            or user.get("comment") == account.get("comment"))) if not ok]
             if wrong:
                 changes.append("update the user %s (%s)" % (account.get("user"), ", ".join(wrong)))
     for entry in state.get("directories") or []:

@@ -10,13 +10,70 @@
 The site playbook's plan (``sglang_plan``: what the run planned to change on the host) is kept with it.
 ``host_rows`` gives the rows of one host's table, for the play output (``render_text``) and the Markdown template
 (``playbooks/templates/sglang_report.md.j2``).
+``report_file_name`` turns a host's inventory name into the name of its report files.
 ``host_stats`` cuts a host report down to the few values a job's custom stats carry (``set_stats``: the AWX job
 artifacts that later workflow nodes get as extra vars).
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
+import re
+from urllib.parse import quote
+
 NOT_RUN = "not run"
+
+# What a Python package version looks like (0.5.23, 0.5.0rc2, 0.4.6.post1, 0.5.3.dev12+g1234abc): no space, quote,
+# brace or control character, so a server's /server_info cannot put text of its choosing where a version goes.
+_VERSION = re.compile(r"[0-9]+(?:[.-][0-9A-Za-z]+)*(?:\+[0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?")
+_VERSION_MAX = 64
+# The openings of Jinja's expressions, statements and comments; "{ {" no longer opens anything.
+_JINJA_OPENING = re.compile(r"\{(?=[{%#])")
+
+
+def version_text(value):
+    """``value`` as a plain ``str`` when it is shaped like a package version, else ``None``."""
+    if isinstance(value, str) and len(value) <= _VERSION_MAX and _VERSION.fullmatch(value):
+        return str(value)
+    return None
+
+
+def inert(value):
+    """``value`` with every string (dict keys too) unable to open Jinja: ``{{``, ``{%`` and ``{#`` become ``{ {``,
+    ``{ %`` and ``{ #``. The job artifacts reach later workflow nodes as extra vars, which Ansible templates; text
+    that a server or a host wrote (an error quoting a server's answer, a stage verdict) must stay text there."""
+    if isinstance(value, str):
+        return _JINJA_OPENING.sub("{ ", str(value))
+    if isinstance(value, dict):
+        return {inert(k): inert(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [inert(v) for v in value]
+    return value
+
+
+# File names of reports stay well below NAME_MAX (255 bytes) with a suffix such as ".json".
+_FILE_NAME_MAX = 200
+
+
+def report_file_name(host):
+    """The file name (without suffix) of ``host``'s report files: always one path component of the report directory.
+
+    An inventory name is not a file name: ``../../x`` or ``/etc/x`` would write outside the directory, and NUL, a
+    newline or ``/`` have no place in one. Letters, digits, ``_``, ``-`` and ``.`` are kept (a leading dot is not, so
+    neither ``..`` nor a hidden file comes out), every other byte is written ``%XX`` (UTF-8; ``%`` too, so two
+    names never share a file); a very long result is cut and ends in a hash of the name.
+    """
+    text = str(host)
+    name = quote(text, safe="-_.", errors="surrogatepass")
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    if not name:
+        raise ValueError("a report needs a host name, got an empty one")
+    if len(name) > _FILE_NAME_MAX:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = "%s~%s" % (name[:_FILE_NAME_MAX - 17], digest)
+    return name
 
 
 def _gpu_summary(gpus):
@@ -131,7 +188,8 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
         # a failed deployment reports what became of the host (rolled back, stopped, unchanged)
         report["stages"]["sglang"] = sglang.get("state") or ("serving" if sglang.get("ready") else "not ready")
         report["sglang"] = {
-            "version": sglang.get("version"),
+            # what the server reports (/server_info) when it looks like a version, else what the role installed
+            "version": version_text(sglang.get("version")) or version_text(sglang.get("installed_version")),
             "tp_size": sglang.get("tp_size"),
             "speculative_requested": sglang.get("speculative_requested") or {},
             "speculative_reported": sglang.get("speculative_reported"),
@@ -166,6 +224,9 @@ def host_stats(report):
     required, the driver options still pending, the SGLang version, whether SGLang restarted this run and the
     seconds it took to become ready (``None`` when it did not restart), and the planned changes when the run
     planned (site.yml).
+
+    A later workflow node gets it as extra vars, which Ansible templates: the version is ``None`` unless it is
+    shaped like one (:func:`version_text`), and no string can open Jinja (:func:`inert`).
     """
     sg = report.get("sglang") or {}
     drv = report.get("driver_params") or {}
@@ -174,7 +235,7 @@ def host_stats(report):
         "stages": dict(report.get("stages") or {}),
         "reboot_required": bool(report.get("reboot_required")),
         "pending_driver_options": [str(item) for item in drv.get("pending") or []],
-        "sglang_version": sg.get("version"),
+        "sglang_version": version_text(sg.get("version")),
         "restarted": restarted,
         "time_to_ready": sg.get("time_to_ready") if restarted else None,
     }
@@ -185,29 +246,53 @@ def host_stats(report):
     spec = _speculative_stats(sg)
     if spec:
         stats["speculative"] = spec
-    return stats
+    return inert(stats)
+
+
+def _number_or_none(value):
+    """``value`` as a finite ``float`` when it is a number or a numeric string, else ``None`` (never text)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _count_or_none(value):
+    """``value`` as an ``int`` when it is a whole finite number, else ``None``."""
+    number = _number_or_none(value)
+    return int(number) if number is not None and number.is_integer() else None
+
+
+def _text_or_none(value):
+    return None if value is None else str(value)
 
 
 def _speculative_stats(sg):
-    """The speculative check in a few plain values (empty without a check or a disabled configuration)."""
+    """The speculative check in a few plain values (empty without a check or a disabled configuration).
+
+    The numbers are numbers (``None`` when the server's answer held none); the backend SGLang chose is the server's
+    text, which :func:`host_stats` makes inert like every other string it publishes."""
     check = sg.get("speculative_check") or {}
     off = sg.get("speculative_disabled") or {}
     if not check and not off:
         return {}
     chosen = (check.get("backend") or {}).get("chosen") or {}
     return {
-        "verdict": check.get("verdict"),
-        "action": check.get("action"),
-        "accept_length": check.get("accept_length"),
-        "accept_length_source": check.get("accept_length_source"),
-        "min_accept_length": check.get("min_accept_length"),
-        "decode_tokens_per_s": check.get("decode_tokens_per_s"),
-        "prompt_tokens": list(check.get("prompt_tokens") or []),
-        "attention_backend": chosen.get("attention_backend"),
-        "page_size": chosen.get("page_size"),
-        "active_num_steps": check.get("active_num_steps"),
+        "verdict": _text_or_none(check.get("verdict")),
+        "action": _text_or_none(check.get("action")),
+        "accept_length": _number_or_none(check.get("accept_length")),
+        "accept_length_source": _text_or_none(check.get("accept_length_source")),
+        "min_accept_length": _number_or_none(check.get("min_accept_length")),
+        "decode_tokens_per_s": _number_or_none(check.get("decode_tokens_per_s")),
+        "prompt_tokens": [_count_or_none(t) for t in check.get("prompt_tokens") or []],
+        "attention_backend": _text_or_none(chosen.get("attention_backend")),
+        "page_size": _count_or_none(chosen.get("page_size")),
+        "active_num_steps": _count_or_none(check.get("active_num_steps")),
         "disabled": bool(off),
-        "disabled_reason": off.get("reason") if off else None,
+        "disabled_reason": _text_or_none(off.get("reason")) if off else None,
     }
 
 

@@ -124,6 +124,9 @@ REFUSED_FLAGS = {
     "decode": "the role deploys regular (not prefill/decode) workers",
     "encode": "the role deploys regular (not prefill/decode) workers",
 }
+# smg flags sglang_gateway_args may set, but whose value the rules look at: a listener (refused on every interface)
+# and destinations outside the gateway (warned about). An abbreviation of one is refused like the flags above.
+CHECKED_FLAGS = ("rdma-listen-ip", "otlp-traces-endpoint", "mm-allow-private-media-hosts")
 _FLAG_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 _HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
@@ -196,6 +199,59 @@ def _ip(text):
         return None
 
 
+def _inet_aton_part(text):
+    """One dot-separated part of an IPv4 address as inet_aton reads it: 0x hex, leading-0 octal, else decimal."""
+    if text[:2] in ("0x", "0X"):
+        digits, base = text[2:], 16
+        if not re.fullmatch(r"[0-9A-Fa-f]+", digits):
+            return None
+    elif len(text) > 1 and text.startswith("0"):
+        digits, base = text[1:], 8
+        if not re.fullmatch(r"[0-7]+", digits):
+            return None
+    else:
+        digits, base = text, 10
+        if not re.fullmatch(r"[0-9]+", digits):
+            return None
+    return int(digits, base)
+
+
+def resolver_address(text):
+    """The address the host's resolver (glibc ``getaddrinfo``/``inet_aton``) makes of ``text``, or None for a name.
+
+    Besides the dotted quad and IPv6 it reads the old numeric forms: one to four parts, each decimal, octal
+    (leading 0) or hex (0x), the last one filling the remaining bytes (``127.1``, ``0x7f000001``, ``2130706433``
+    are all 127.0.0.1). An IPv4-mapped IPv6 address (``::ffff:127.0.0.1``) is that IPv4 address: a connection to it
+    goes out as IPv4. Loopback and wildcard checks look at this form, so no spelling slips past them.
+    """
+    if not isinstance(text, str) or "%" in text:
+        return None
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        parsed = ipaddress.ip_address(text)
+    except ValueError:
+        parsed = None
+    if parsed is not None:
+        if parsed.version == 6 and parsed.ipv4_mapped is not None:
+            return parsed.ipv4_mapped
+        return parsed
+    parts = text.split(".")
+    if len(parts) > 4:
+        return None
+    values = [_inet_aton_part(part) for part in parts]
+    if None in values:
+        return None
+    last_bits = 8 * (5 - len(values))
+    if any(value > 255 for value in values[:-1]) or values[-1] >= 1 << last_bits:
+        return None
+    number = values[-1]
+    for position, value in enumerate(values[:-1]):
+        number |= value << (24 - 8 * position)
+    return ipaddress.IPv4Address(number)
+
+
 def url_host(address):
     """``address`` as the host part of a URL: IPv6 compressed and bracketed, names lower-cased."""
     parsed = _ip(address)
@@ -207,11 +263,22 @@ def url_host(address):
 
 
 def _is_loopback_name(address):
-    parsed = _ip(address)
+    parsed = resolver_address(address)
     if parsed is not None:
         return parsed.is_loopback
     name = address.rstrip(".").lower()
     return name == "localhost" or name.endswith(".localhost")
+
+
+def _endpoint_host(endpoint):
+    """The host part of ``host:port``, ``scheme://host:port/path`` or ``[v6]:port`` ('' when there is none)."""
+    rest = endpoint.strip().split("://", 1)[-1]
+    rest = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+    if rest.startswith("["):
+        return rest[1:].split("]", 1)[0]
+    if rest.count(":") == 1:
+        return rest.split(":", 1)[0]
+    return rest
 
 
 def probe_address(host):
@@ -427,18 +494,55 @@ class _Check(object):
                 self.err(where, "is set by the role from its own variable (see the role README), not through "
                          "sglang_gateway_args")
                 continue
-            covered = [flag for flag in protected if flag.startswith(name)]
-            if covered:
+            covered = [flag for flag in protected + CHECKED_FLAGS if flag.startswith(name) and flag != name]
+            if covered and name not in CHECKED_FLAGS:
                 self.err(where, "abbreviates --%s, which smg's parser would accept for it; spell out the flag"
                          % covered[0])
                 continue
             tokens = self._arg_values(where, value)
             if tokens is None:
                 continue
+            if name in CHECKED_FLAGS:
+                tokens = self._checked_flag(where, name, tokens)
+                if tokens is None:
+                    continue
             if tokens is True:
                 self.top["args"].append(["--" + name])
             elif tokens:
                 self.top["args"].append(["--" + name] + tokens)
+
+    def _checked_flag(self, where, name, tokens):
+        """The tokens of a flag whose value matters to the host's exposure (None when refused)."""
+        if name == "rdma-listen-ip":
+            if tokens is True or len(tokens) != 1:
+                if tokens:
+                    self.err(where, "must be one IP address (the RDMA pixel lane's metadata listener binds it)")
+                    return None
+                return tokens
+            parsed = resolver_address(tokens[0])
+            if parsed is None:
+                self.err(where, "must be an IP address (the RDMA pixel lane's metadata listener binds it), got %r"
+                         % _shown(tokens[0]))
+                return None
+            if parsed.is_unspecified:
+                self.err(where, "binds every interface (%s): the RDMA lane's metadata listener is one more listener "
+                         "the role neither checks nor protects, as the mesh and --health-check-port are; give the "
+                         "gateway's RDMA address" % _shown(tokens[0]))
+                return None
+            return [parsed.compressed]
+        if name == "mm-allow-private-media-hosts":
+            if tokens:
+                self.warn(where, "lets smg fetch the media URLs clients send from private, loopback and link-local "
+                          "addresses (internal services, cloud metadata at 169.254.169.254): anyone who may call the "
+                          "gateway can make it read those for them")
+            return tokens
+        if name == "otlp-traces-endpoint" and tokens and tokens is not True:
+            host = _endpoint_host(tokens[0])
+            if not (host and _is_loopback_name(host)):
+                self.warn(where, "the request traces (models, routes, timings, request attributes) leave this host "
+                          "for %s, over OTLP without authentication (and without encryption unless https): "
+                          "point it at a collector on this host or keep it on a trusted network" % _shown(tokens[0]))
+        return tokens
 
     def _arg_values(self, where, value):
         """True for a bare switch, [] to leave the flag out, else the value tokens (None on error)."""
@@ -533,8 +637,10 @@ class _Check(object):
         same_machine = self._same_machine(worker)
         if _is_loopback_name(address) and not same_machine:
             source = "sglang_server_host" if not bind.is_unspecified else "ansible_host"
+            resolved = resolver_address(address)
+            shown = resolved.compressed if resolved is not None else address
             self.err(var(source), "%s is reached at the loopback address %s, which the gateway on %s (another host) "
-                     "cannot reach; bind the worker to its network address" % (name, address,
+                     "cannot reach; bind the worker to its network address" % (name, shown,
                                                                                _shown(self.cfg.get("gateway_name"), 60)))
             return None
         if same_machine:
@@ -556,7 +662,8 @@ class _Check(object):
                 self.err(var("ansible_host"), "must be a host name or an IP address, got %s" % _describe(explicit))
                 return None
             explicit = explicit.strip()
-            parsed = _ip(explicit)
+            # a numeric name (127.1, 0x7f000001) is an address to the resolver, not a name to look up
+            parsed = resolver_address(explicit)
             if parsed is None and not _HOSTNAME.fullmatch(explicit):
                 self.err(var("ansible_host"), "must be a host name or an IP address (the gateway reaches %s there, "
                          "as it binds %s), got %r" % (name, bind.compressed, _shown(explicit)))
@@ -573,7 +680,7 @@ class _Check(object):
             value = worker.get(key)
             if _blank(value):
                 continue
-            parsed = _ip(value) if isinstance(value, str) else None
+            parsed = resolver_address(value) if _ip(value) is not None else None
             if parsed is None:
                 self.err(var(fact), "must be an IP address, got %s" % _describe(value))
                 return None

@@ -21,7 +21,7 @@ Rules (``E`` = error, ``W`` = warning):
   (systemd units are disabled by the role instead when ``disable_identity_units`` is true; a present but
   disabled one is a warning).
 * ``dma-faults`` (E, or W with ``dma_faults='warn'``): IOMMU/DMA fault events of this boot attributed
-  to a selected GPU; faults of other devices are warnings.
+  to a selected GPU; faults of other devices, SR-IOV virtual functions of a GPU included, are warnings.
 * ``iommu-required`` (E when ``require_iommu``, else W ``iommu-off`` on a host with NVIDIA GPUs): the IOMMU is off;
   in a virtual machine (CPU flag ``hypervisor``) the message says that the VM has no virtual IOMMU.
 * ``identity-allowed`` (W): another GPU in an identity domain on a host without SEV-SNP.
@@ -33,7 +33,8 @@ Rules (``E`` = error, ``W`` = warning):
   were caused by) is in ``fatal_xids``, and "fallen off the bus" messages; other Xid events are warnings.
   Xid 143 is left to ``dma-faults``.
 * ``kernel-log`` (W): no kernel log could be read, so the fault and Xid rules were not checked.
-* ``gpu-selection`` (E): an entry of the GPU selection names no GPU of the host.
+* ``gpu-selection`` (E): an entry of the GPU selection names no GPU of the host (an SR-IOV virtual function is
+  not a GPU: the facts list physical functions only, so indexes and P2P pairs count physical GPUs).
 
 Standard library only.
 """
@@ -76,12 +77,30 @@ def _gpu_label(gpu):
     return '%s (%s)' % (gpu['pci_address'], gpu.get('name') or 'NVIDIA GPU')
 
 
+def _virtual_function_owners(gpus):
+    """``{VF address: GPU}`` for the SR-IOV virtual functions the facts list under each GPU."""
+    owners = {}
+    for gpu in gpus:
+        for address in gpu.get('virtual_functions') or ():
+            owners[address] = gpu
+    return owners
+
+
+def _virtual_function_label(address, gpu):
+    return 'SR-IOV virtual function %s of GPU %s (index %s)' % (address, gpu['pci_address'], gpu.get('index'))
+
+
 def _selection_detail(item, address, gpus, nvidia_functions):
     if address is None:
         if isinstance(item, bool) or not (isinstance(item, int) or str(item).strip().isdigit()):
             return ': it is neither a GPU index nor a PCI address'
         return ': this host has %d NVIDIA GPU(s), indexes %s' % (
             len(gpus), ', '.join(str(gpu['index']) for gpu in gpus) or 'none')
+    owner = _virtual_function_owners(gpus).get(address)
+    if owner is not None:
+        return (': PCI address %s is an SR-IOV virtual function of GPU %s (index %s), a slice of that GPU for '
+                'virtual machines, not a GPU of its own; select the GPU itself'
+                % (address, owner['pci_address'], owner.get('index')))
     for function in nvidia_functions or ():
         if function.get('pci_address') == address:
             return (': PCI address %s is an NVIDIA function of class %s, not a GPU (display or 3D controller)'
@@ -151,9 +170,15 @@ def _rule_blackwell_identity(gpus, selected, forbidden):
 def _group_owner(group_devices, gpus):
     names = []
     by_address = dict((gpu['pci_address'], gpu) for gpu in gpus)
+    owners = _virtual_function_owners(gpus)
     for address in group_devices:
         gpu = by_address.get(address)
-        names.append(_gpu_label(gpu) if gpu else address)
+        if gpu:
+            names.append(_gpu_label(gpu))
+        elif address in owners:
+            names.append(_virtual_function_label(address, owners[address]))
+        else:
+            names.append(address)
     return ', '.join(names) or 'no devices'
 
 
@@ -268,7 +293,18 @@ def _rule_dma_faults(facts, gpus, selected, policy):
     for event in events:
         if event.get('pci_address') not in gpu_addresses:
             others.setdefault(event.get('pci_address'), []).append(event)
+    owners = _virtual_function_owners(gpus)
     for address, mine in sorted(others.items(), key=lambda item: str(item[0])):
+        if address in owners:
+            # a VF serves a virtual machine: its faults show a problem there, not on the GPU this host uses
+            warnings.append(
+                'dma-faults: %s has %d IOMMU/DMA fault event(s) in this boot\'s kernel log (%s; first: %s). Why: the '
+                'IOMMU blocked DMA of a virtual function, which belongs to a virtual machine (vGPU); it is not counted '
+                'as a fault of the GPU itself, but shows a problem of that VM or of the vGPU set-up. Fix: check the '
+                'VM that uses the virtual function and the vGPU manager.'
+                % (_virtual_function_label(address, owners[address]), len(mine), _fault_summary(mine),
+                   mine[0].get('line')))
+            continue
         warnings.append(
             'dma-faults: device %s (not an NVIDIA GPU) has %d IOMMU/DMA fault event(s) in this boot\'s kernel log '
             '(%s; first: %s). Why: faults of other devices do not block the GPUs but show an IOMMU problem. Fix: '
@@ -600,6 +636,7 @@ def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
             'driver': gpu.get('driver'),
             'dma_faults': gpu.get('dma_faults', 0),
             'xid_events': gpu.get('xid_events', 0),
+            'virtual_functions': list(gpu.get('virtual_functions') or []),
             'selected': gpu['pci_address'] in selected_addresses,
         } for gpu in gpus],
         'identity_units': [unit.get('name') for unit in facts.get('identity_units') or []],

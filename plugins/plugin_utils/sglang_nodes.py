@@ -20,6 +20,14 @@ The hosts of one multi-node server form an inventory group; each of them names t
     the network interface NCCL and Gloo use on that node (``NCCL_SOCKET_IFNAME``/``GLOO_SOCKET_IFNAME``):
     ``sglang_server_node_ifname``, else the interface (from the host's network facts) that holds the
     node's address (for rank 0 the rendezvous address).
+``node_firewall``
+    what only the group's nodes may reach on that node (``plugin_utils/node_firewall.py`` writes the
+    nftables rules): ``enabled`` (``sglang_server_node_firewall``), ``ports`` (rank 0: the rendezvous port,
+    with data-parallel attention also the ports SGLang derives from it; other ranks: the HTTP port, where
+    their key-less health server answers) and ``sources`` (every node's addresses: its inventory address,
+    the addresses of its node interface in its network facts, rank 0's rendezvous address; then the node's
+    ``sglang_server_node_firewall_sources``). With the firewall on, a node whose addresses are unknown is
+    an error.
 
 The input is one mapping per host, shaped like that host's ``hostvars``: ``sglang_server_*`` variables,
 ``inventory_hostname``, ``ansible_host`` and ``ansible_facts`` (the network part is enough). The role
@@ -31,7 +39,8 @@ Public functions:
 ``node_group_problems(nodes, group=None, prefix="sglang_server_") -> list[str]``
     every rule the group breaks; each message names the variable (and the host), the rule and the fix.
 ``node_group_plan(nodes, group=None, prefix="sglang_server_") -> dict``
-    inventory name -> ``{nnodes, node_rank, dist_init_addr, node_ifname}``; raises ``SGLangConfigError``.
+    inventory name -> ``{nnodes, node_rank, dist_init_addr, node_ifname, node_firewall}``; raises
+    ``SGLangConfigError``.
 """
 
 from __future__ import annotations
@@ -62,6 +71,9 @@ _IFNAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 # With data-parallel attention rank 0 also binds the six ports after the rendezvous port
 # (PortArgs.init_new in SGLang's srt/server_args.py).
 DP_ATTENTION_EXTRA_PORTS = 6
+# ... and one scheduler input port per attention-DP rank past the first: rendezvous port + 5 + rank + 1
+# (PortArgs.init_new: port_base = rendezvous + 1, scheduler input = port_base + 4 + 1 + dp_rank).
+DP_ATTENTION_PORTS_BEFORE_RANKS = 5
 
 
 def _blank(value):
@@ -105,6 +117,24 @@ def _default_address(facts):
         if isinstance(entry, dict) and not _blank(entry.get("address")):
             return str(entry["address"])
     return None
+
+
+def _interface_addresses(facts, ifname):
+    """Every address (text) the interface ``ifname`` holds in ``ansible_facts`` (empty when unknown)."""
+    found = []
+    if not isinstance(facts, dict) or _blank(ifname):
+        return found
+    for value in facts.values():
+        if not isinstance(value, dict) or value.get("device") != ifname:
+            continue
+        for key in ("ipv4", "ipv4_secondaries", "ipv6"):
+            entry = value.get(key)
+            for item in entry if isinstance(entry, list) else [entry]:
+                address = _ip(item.get("address")) if isinstance(item, dict) else None
+                # a link-local IPv6 address is no source the nodes meet from (no scope in a rule)
+                if address is not None and not (address.version == 6 and address.is_link_local()):
+                    found.append(str(address))
+    return found
 
 
 def _interface_of(facts, address):
@@ -234,12 +264,16 @@ class _Group(object):
         host, port = rendezvous
         text = "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
         by_name = dict((name, rank) for rank, name in ranks.items())
+        firewalls = self._firewalls(names, by_name, rendezvous, ifnames)
+        if self.errors:
+            return
         for name in names:
             self.plan[name] = {
                 "nnodes": len(names),
                 "node_rank": by_name[name],
                 "dist_init_addr": text,
                 "node_ifname": ifnames[name],
+                "node_firewall": firewalls[name],
             }
 
     def _agree(self, names):
@@ -390,7 +424,6 @@ class _Group(object):
                      % (port, self.var("port"), rank0), "pick another port")
         args = self.get("args", rank0)
         used = {}
-        dp_attention = False
         if isinstance(args, dict):
             for key, value in args.items():
                 dest = SPELLINGS.get(normalise_flag_name(key)) if isinstance(key, str) else None
@@ -398,10 +431,7 @@ class _Group(object):
                     continue
                 if dest.endswith("_port") and FLAGS[dest]["type"] == "int" and _int(value) is not None:
                     used[_int(value)] = "%sargs.%s" % (self.prefix, key)
-                if dest == "enable_dp_attention" and value is True:
-                    dp_attention = True
-                if dest == "attn_dp_size" and (_int(value) or 1) > 1:
-                    dp_attention = True
+        dp_attention = self._dp_attention_size(rank0) > 0
         if port in used:
             self.err(port_var, "is %d, which %s already uses on rank 0 (%s)" % (port, used[port], rank0),
                      "pick another port")
@@ -412,6 +442,97 @@ class _Group(object):
                 self.err(port_var, "is %d: with data-parallel attention rank 0 also binds ports %d-%d, which "
                          "includes %s" % (port, extra[0], extra[-1], ", ".join(str(c) for c in clash)),
                          "move the rendezvous port at least %d away" % (DP_ATTENTION_EXTRA_PORTS + 1))
+
+    def _dp_attention_size(self, node):
+        """The attention data-parallel size of the server (0 without data-parallel attention)."""
+        args = self.get("args", node)
+        if not isinstance(args, dict):
+            return 0
+        found = {}
+        for key, value in args.items():
+            dest = SPELLINGS.get(normalise_flag_name(key)) if isinstance(key, str) else None
+            if dest is not None:
+                found[dest] = value
+        size = _int(found.get("attn_dp_size")) or 1
+        if size > 1:
+            return size
+        if found.get("enable_dp_attention") is True:
+            # the deprecated switch takes --dp-size as the attention DP size; unknown: at most tp_size
+            return _int(found.get("dp_size")) or _int(self.get("tp_size", node)) or 1
+        return 0
+
+    def _firewalls(self, names, rank_of, rendezvous, ifnames):
+        """inventory name -> {enabled, ports, sources}; errors name the variable."""
+        variable = self.var("node_firewall")
+        host, port = rendezvous
+        addresses = {}
+        for name in names:
+            found = []
+            for text in [self._address(name)] + _interface_addresses(self.nodes[name].get("ansible_facts"),
+                                                                     ifnames.get(name)):
+                if text is not None and _ip(text) is not None:
+                    found.append(str(_ip(text)))
+            if rank_of[name] == 0:
+                found.append(host)
+            addresses[name] = sorted(set(found))
+        peers = sorted(set(a for found in addresses.values() for a in found), key=lambda a: (":" in a, a))
+        result = {}
+        for name in names:
+            enabled = self.get("node_firewall", name)
+            enabled = True if enabled is None or enabled == "" else enabled
+            if not isinstance(enabled, bool):
+                self.err("%s (host %s)" % (variable, name), "must be true or false, got %r" % (enabled,))
+                continue
+            extra = self._firewall_sources(name)
+            if enabled:
+                unknown = [n for n in names if not addresses[n]]
+                if unknown:
+                    self.err("%s (host %s)" % (variable, name),
+                             "cannot tell which addresses node(s) %s of %s connect from (no IP address in "
+                             "ansible_host, no default address and no address of its interface in the network "
+                             "facts), so the rendezvous cannot be opened to them alone"
+                             % (", ".join(unknown), self.label()),
+                             "gather network facts, set ansible_host to the node's IP address, list the addresses in "
+                             "%s, or set %s: false (leaves the rendezvous open to the network)"
+                             % (self.var("node_firewall_sources"), variable))
+                    continue
+            if rank_of[name] == 0:
+                ports = ["%d" % port]
+                size = self._dp_attention_size(name)
+                if size:
+                    last = min(port + DP_ATTENTION_PORTS_BEFORE_RANKS + size, 65535)
+                    ports.append("%d-%d" % (port + 1, last))
+            else:
+                http = _int(self.get("port", name))
+                ports = ["%d" % (DEFAULT_HTTP_PORT if http is None else http)]
+            result[name] = {"enabled": enabled, "ports": ports,
+                            "sources": peers + [s for s in extra if s not in peers]}
+        return result
+
+    def _firewall_sources(self, name):
+        """The node's sglang_server_node_firewall_sources as normalised addresses and networks."""
+        import netaddr  # pylint: disable=import-outside-toplevel
+
+        variable = "%s (host %s)" % (self.var("node_firewall_sources"), name)
+        raw = self.get("node_firewall_sources", name)
+        if raw is None or raw == "":
+            return []
+        if not isinstance(raw, (list, tuple)):
+            self.err(variable, "must be a list of IP addresses or networks, got %s" % type(raw).__name__)
+            return []
+        result = []
+        for item in raw:
+            try:
+                network = netaddr.IPNetwork(str(item).strip())
+            except (netaddr.AddrFormatError, ValueError, TypeError):
+                self.err(variable, "%r is not an IP address or network (e.g. 10.20.0.0/24)" % (item,))
+                continue
+            if network.prefixlen == 0:
+                self.err(variable, "%r allows every address: that is no restriction" % (item,),
+                         "set %s: false instead, if that is meant" % self.var("node_firewall"))
+                continue
+            result.append(str(network.ip) if network.size == 1 else str(network.cidr))
+        return result
 
     def _ifnames(self, names, ranks, rendezvous):
         variable = self.var("node_ifname")

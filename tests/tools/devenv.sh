@@ -25,12 +25,17 @@ dev_python() {
   return 1
 }
 
-# Host tools the test suite calls besides Python packages (ansible-test's shellcheck test).
+# Host tools the test suite calls besides Python packages: ansible-test's shellcheck test; nft and ip for the
+# multi-node firewall test (tests/unit/roles/sglang_server/test_node_firewall.py loads the rules into namespaces).
 dev_system_packages() {
-  command -v shellcheck >/dev/null && return 0
-  dev_log "installing shellcheck"
+  local missing=()
+  command -v shellcheck >/dev/null || missing+=(shellcheck)
+  command -v nft >/dev/null || [ -x /usr/sbin/nft ] || missing+=(nftables)
+  command -v ip >/dev/null || [ -x /usr/sbin/ip ] || missing+=(iproute2)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  dev_log "installing ${missing[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 # The venv at LLMSERVE_VENV, built from LLMSERVE_VENV_REQUIREMENTS (default requirements-dev.txt; `make compat`

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -10,12 +9,10 @@ built for it), a Python 3.12 for the controller venv, free disk where the cache 
 TCP, a checkout path that make and the shell can carry, and a cache directory that unprivileged service accounts
 can traverse (the real smg runs as uid 65534 from a venv under it).
 
-Standard library only, Python 3.6+ (it runs before any venv exists).
+Standard library only (it runs with the system's python3, before any venv exists).
 ``LLMSERVE_MACHINE_CHECK=warn`` prints the same lines and goes on; ``--os-release`` reads another file than
 /etc/os-release (the unit tests use it).
 """
-
-from __future__ import print_function
 
 import argparse
 import glob
@@ -49,7 +46,7 @@ def parse_os_release(text):
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
             continue
-        key, _, value = line.partition("=")
+        key, value = line.split("=", 1)
         values[key.strip()] = value.strip().strip("\"'")
     return values
 
@@ -162,8 +159,8 @@ def evaluate(facts, purpose="test"):
     for label, disk in sorted(facts["disks"].items()):
         need = DISK_NEED[purpose][label][1 if disk["warm"] else 0] * GIB
         if disk["free"] is None:
-            problems.append("cannot read free disk for the %s at %s: %s" % (label, disk["path"],
-                                                                           disk.get("error", "")))
+            problems.append("cannot read free disk for the %s at %s: %s"
+                            % (label, disk["path"], disk.get("error", "")))
         elif disk["free"] < need:
             problems.append("too little free disk for the %s: %s free on the filesystem of %s, make %s needs %s there "
                             "(%s); %s" % (label, human(disk["free"]), disk["checked"], purpose, human(need),

@@ -31,6 +31,7 @@ CHECK_SCRIPT = ROLE / "files" / "sglang_parser_check.py"
 VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "")
 GROUP = "sglang_qwen3_235b"
 NODES = ("gpu-node-02", "gpu-node-03")
+FABRIC = {"gpu-node-02": "10.20.0.2", "gpu-node-03": "10.20.0.3"}
 
 VAR_FILES = (
     ROLE / "defaults" / "main.yml",
@@ -61,8 +62,10 @@ def _plan_and_cfgs():
     variables = {}
     records = {}
     for name in NODES:
+        # the network facts site.yml, restart.yml and rollback.yml gather on the nodes: the fabric interface's address
+        facts = {"ens6f0np0": {"device": "ens6f0np0", "ipv4": {"address": FABRIC[name]}}}
         variables[name] = dict(base, inventory_hostname=name, ansible_host=hosts[name]["ansible_host"],
-                               ansible_facts={})
+                               ansible_facts=facts, __sglang_server_network_facts=facts)
         records[name] = Templar(loader=loader, variables=variables[name]).template(record)
     plan = node_group_plan(records, GROUP)
     cfgs = {}
@@ -87,9 +90,12 @@ def rendered():
 
 def test_plan_of_the_example_group(rendered):
     plan, result = rendered
+    peers = ["10.20.0.2", "10.20.0.3"]
     assert plan == {
-        "gpu-node-02": {"nnodes": 2, "node_rank": 0, "dist_init_addr": "10.20.0.2:25000", "node_ifname": "ens6f0np0"},
-        "gpu-node-03": {"nnodes": 2, "node_rank": 1, "dist_init_addr": "10.20.0.2:25000", "node_ifname": "ens6f0np0"},
+        "gpu-node-02": {"nnodes": 2, "node_rank": 0, "dist_init_addr": "10.20.0.2:25000", "node_ifname": "ens6f0np0",
+                        "node_firewall": {"enabled": True, "ports": ["25000"], "sources": peers}},
+        "gpu-node-03": {"nnodes": 2, "node_rank": 1, "dist_init_addr": "10.20.0.2:25000", "node_ifname": "ens6f0np0",
+                        "node_firewall": {"enabled": True, "ports": ["30000"], "sources": peers}},
     }
     for name in NODES:
         argv = result[name]["argv"]

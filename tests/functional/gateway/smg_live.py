@@ -9,7 +9,8 @@ stand-ins, started the way the role's unit starts it.
 * The command line: the role's "Assemble the gateway configuration" task (read from
   ``roles/sglang_gateway/tasks/validate.yml``) templated with Ansible over the role's defaults and the test's
   variables, then ``render_gateway``. The process gets ``ExecStart``'s argv (``python -I smg_launch.py ...``), the
-  unit's ``Environment=`` and the secrets of the ``EnvironmentFile``, nothing else.
+  unit's ``Environment=`` and, as systemd's ``LoadCredential=smg-keys:...`` gives them, the keys in a credentials
+  directory (``CREDENTIALS_DIRECTORY``), nothing else.
 * Where this machine allows it, smg runs under what the unit enforces that can be had without systemd: a read-only
   file system (``unshare``), the service account's lack of privileges (``setpriv``: uid/gid 65534, no groups, no
   capabilities, no_new_privs) and ``MemoryDenyWriteExecute=`` (the kernel's ``PR_SET_MDWE``, kept across exec).
@@ -242,11 +243,31 @@ def unit_like_wrapper():
     return prefix, preexec, applied
 
 
+def credentials(keys):
+    """A credentials directory as systemd's ``LoadCredential=smg-keys:<file>`` makes it: the file ``smg-keys`` with
+    ``keys`` in the role's EnvironmentFile syntax, the directory and the file readable by the service account only
+    (uid 65534 when this runs as root, else this user). Returns the directory."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import unit_value
+
+    directory = tempfile.mkdtemp(prefix="llmserve-smg-credentials-", dir=tempfile.gettempdir())
+    atexit.register(shutil.rmtree, directory, True)
+    path = os.path.join(directory, "smg-keys")
+    with open(path, "w", encoding="utf-8") as handle:
+        for name, value in keys.items():
+            handle.write(unit_value("%s=%s" % (name, value), "env_file", name) + "\n")
+    os.chmod(path, 0o400)
+    os.chmod(directory, 0o500)
+    if os.geteuid() == 0:
+        for item in (path, directory):
+            os.chown(item, 65534, 65534)
+    return directory
+
+
 def unit_command(venv, rendered):
-    """(argv, env) as the unit gives them: ExecStart=, Environment= and the EnvironmentFile's secrets."""
+    """(argv, env) as the unit gives them: ExecStart=, Environment= and the keys as the credential smg-keys."""
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     env.update(rendered["env"])
-    env.update(rendered["env_file"])
+    env["CREDENTIALS_DIRECTORY"] = credentials(rendered["env_file"])
     return [os.path.join(venv, "bin", "python"), "-I", launcher_copy()] + rendered["argv"], env
 
 
@@ -267,11 +288,21 @@ class Gateway(object):
                                      stderr=subprocess.STDOUT, cwd="/", preexec_fn=preexec, start_new_session=True)
         # /proc/<pid>/cmdline from the first moment on (before smg renames its process title)
         self.cmdlines = set()
+        # /proc/<pid>/environ too: smg's process title later overwrites that memory (it then reads as NULs)
+        self.environs = set()
         if watch_cmdline:
             deadline = time.monotonic() + 3
             while time.monotonic() < deadline and self.proc.poll() is None:
                 self.cmdlines.update(self._cmdlines())
+                self.environs.add(self.environ())
                 time.sleep(0.005)
+
+    def environ(self):
+        try:
+            with open("/proc/%d/environ" % self.proc.pid, "rb") as handle:
+                return handle.read()
+        except OSError:
+            return b""
 
     def _cmdlines(self):
         found = []

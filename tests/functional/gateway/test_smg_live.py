@@ -7,7 +7,7 @@ renders, in front of two SGLang stand-ins that require an API key.
 Proves: a chat completion through the gateway reaches a worker (and needs the key); /readiness, /health and the
 Prometheus endpoint answer; the control plane (worker registration, listing, removal, cache flush, loads,
 profiling) refuses callers without the control-plane key, and the workers' key, while the control-plane key works;
-neither key is ever in smg's /proc/<pid>/cmdline or its log; the launcher refuses to start without the control-plane
+neither key is ever in smg's /proc/<pid>/cmdline, its /proc/<pid>/environ or its log; the launcher refuses to start without the control-plane
 key and refuses keys on the command line; the syscalls and socket families of a serving run fit the unit's
 SystemCallFilter= and RestrictAddressFamilies=; an IPv6 gateway and worker work with the bracketed URLs.
 
@@ -179,6 +179,12 @@ def test_secrets_are_not_in_the_command_line_or_the_log(fleet):
     assert any(b"smg_launch.py" in c for c in gateway.cmdlines), gateway.cmdlines
     for cmdline in seen:
         assert WORKER_KEY.encode() not in cmdline and ADMIN_KEY.encode() not in cmdline, cmdline
+    # /proc/<pid>/environ, sampled from the spawn on (before smg's process title overwrites it) and now: the keys
+    # came as a credential, never through the environment
+    environs = gateway.environs | {gateway.environ()}
+    assert any(b"CREDENTIALS_DIRECTORY=" in environ for environ in environs), environs
+    for environ in environs:
+        assert WORKER_KEY.encode() not in environ and ADMIN_KEY.encode() not in environ
     output = gateway.output()
     assert "control_plane_audit" in output  # the audit log is on, and it names the key's id, not the key
     assert WORKER_KEY not in output and ADMIN_KEY not in output
@@ -201,17 +207,20 @@ def test_the_gateway_ran_confined_like_the_unit(fleet):
         assert "/dev/shm is not writable" in gateway.output()  # smg noticed, and serves all the same
 
 
-def _launch(env, argv, timeout=60):
+def _launch(keys, argv, timeout=60):
+    """The launcher with ``keys`` (None: no credential at all) as the credential smg-keys."""
+    env = {"PATH": "/usr/bin:/bin"}
+    if keys is not None:
+        env["CREDENTIALS_DIRECTORY"] = live.credentials(keys)
     return subprocess.run([os.path.join(VENV, "bin", "python"), "-I", live.launcher_copy()] + argv,
-                          env=dict({"PATH": "/usr/bin:/bin"}, **env), capture_output=True, text=True, timeout=timeout,
-                          check=False)
+                          env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def test_launcher_check_accepts_the_rendered_command_line(fleet):
-    result = _launch({}, ["--check"] + fleet["rendered"]["argv"])
+    result = _launch(None, ["--check"] + fleet["rendered"]["argv"])
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout.strip().splitlines()[-1])["worker_urls"] == fleet["rendered"]["worker_urls"]
-    result = _launch({}, ["--check"] + fleet["rendered"]["argv"] + ["--polcy", "random"])
+    result = _launch(None, ["--check"] + fleet["rendered"]["argv"] + ["--polcy", "random"])
     assert result.returncode == 2 and "unrecognized arguments: --polcy random" in result.stderr
 
 
@@ -234,6 +243,14 @@ def test_launcher_refuses_to_start_without_the_control_plane_key():
     result = _launch({"LLMSERVE_SMG_API_KEY": ADMIN_KEY, "LLMSERVE_SMG_ADMIN_API_KEY": ADMIN_KEY},
                      ["--host", "127.0.0.1", "--port", str(port), "--prometheus-port", str(live.free_port())])
     assert result.returncode == 2 and "are the same key" in result.stderr
+    # the keys in the environment (the EnvironmentFile of before) are not taken: they would stay in
+    # /proc/<pid>/environ
+    result = subprocess.run([os.path.join(VENV, "bin", "python"), "-I", live.launcher_copy(), "--host", "127.0.0.1",
+                             "--port", str(port), "--prometheus-port", str(live.free_port())],
+                            env={"PATH": "/usr/bin:/bin", "LLMSERVE_SMG_ADMIN_API_KEY": ADMIN_KEY},
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2 and "CREDENTIALS_DIRECTORY is not set" in result.stderr
+    assert live.http("GET", "http://127.0.0.1:%d/readiness" % port)[0] == -1
 
 
 def _in_group(pid, pgid):

@@ -29,8 +29,8 @@ from wfe_live_helpers import (
 def server():
     made = []
 
-    def make(script, closed_for=0.0, tls=None):
-        srv = ScriptedServer(script, closed_for=closed_for, tls=tls).start()
+    def make(script, closed_for=0.0, tls=None, host="127.0.0.1"):
+        srv = ScriptedServer(script, closed_for=closed_for, tls=tls, host=host).start()
         made.append(srv)
         return srv
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from wfe_live_helpers import trickle
+from wfe_live_helpers import own_ipv4_address, trickle
 
 # module start-up (interpreter + ansible imports) on a busy machine, on top of the deadline
 START_UP = 3.0
@@ -132,6 +132,23 @@ def test_loopback_polls_never_go_to_a_proxy(server, run_module, variable, host):
     assert proxy.requests == []
     assert run.rc == 0 and run.result["json"] == {"via": "target"}, run
     assert [req["authorization"] for req in target.requests] == ["Bearer sk-proxy-3"]
+
+
+@pytest.mark.parametrize("use_proxy", [None, True])
+def test_polls_of_this_hosts_own_address_never_go_to_a_proxy(server, run_module, use_proxy):
+    # issue 24 #2: a server bound to the host's IP is probed at that IP; the proxy must see neither the poll nor the key
+    address = own_ipv4_address()
+    if address is None:
+        pytest.skip("this machine has no IPv4 address other than loopback")
+    proxy = server(lambda t, path, m, h: (200, {"via": "proxy"}))
+    target = server(lambda t, path, m, h: (200, {"via": "target"}), host=address)
+    args = {"url": "%s/v1/models" % target.url, "api_key": "sk-own-ip-5", "timeout": 10}
+    if use_proxy is not None:
+        args["use_proxy"] = use_proxy
+    run = run_module(args, env={"http_proxy": proxy.url, "no_proxy": None, "NO_PROXY": None})
+    assert [req["authorization"] for req in proxy.requests] == []
+    assert run.rc == 0 and run.result["json"] == {"via": "target"}, run
+    assert [req["authorization"] for req in target.requests] == ["Bearer sk-own-ip-5"]
 
 
 def test_remote_hosts_still_use_the_proxy(server, run_module):

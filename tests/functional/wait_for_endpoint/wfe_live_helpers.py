@@ -34,6 +34,17 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def own_ipv4_address():
+    """An IPv4 address of this machine other than loopback (the source of its default route), or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(("198.51.100.1", 9))  # TEST-NET-2: no packet is sent, the kernel only picks a route
+        except OSError:
+            return None
+        address = sock.getsockname()[0]
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
 class _Quiet(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -74,12 +85,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ScriptedServer(object):
-    """An HTTP(S) server on 127.0.0.1 that keeps its port closed for ``closed_for`` seconds, then
+    """An HTTP(S) server on ``host`` (127.0.0.1 by default) that keeps its port closed for ``closed_for`` seconds, then
     answers with ``script(elapsed_since_open, path, method, headers)`` -> status, (status, body),
     (status, body, extra_headers) or HANG."""
 
-    def __init__(self, script, closed_for=0.0, tls=None):
+    def __init__(self, script, closed_for=0.0, tls=None, host="127.0.0.1"):
         self.script = script
+        self.host = host
         self.closed_for = closed_for
         self.tls = tls
         self.port = free_port()
@@ -92,7 +104,7 @@ class ScriptedServer(object):
 
     @property
     def url(self):
-        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
+        return "%s://%s:%d" % ("https" if self.tls else "http", self.host, self.port)
 
     def start(self):
         self.started_at = time.monotonic()
@@ -108,7 +120,7 @@ class ScriptedServer(object):
     def _run(self):
         if self.stop_event.wait(self.closed_for):
             return
-        httpd = _Quiet(("127.0.0.1", self.port), _Handler)
+        httpd = _Quiet((self.host, self.port), _Handler)
         if self.tls:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(self.tls["cert"], self.tls["key"])

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from ansible_collections.llmserve.sglang.tests.unit.playbooks.test_playbook_locks import (
+    GATEWAY_LOCK,
     LOCK,
     ROOT,
     flatten,
@@ -45,28 +46,40 @@ def role_worst_case(variables):
 
 
 def test_the_role_runs_between_taking_and_releasing_the_lock():
+    """The host's lock, then the gateway lock (exclusive: no worker is out of this gateway meanwhile, as drains
+    hold it shared), both released whatever happens."""
     steps = []
     for task in flatten(gateway_play()["tasks"]):
         if LOCK in task:
-            steps.append("lock:" + task[LOCK].get("state", "acquired"))
+            path = task[LOCK].get("path")
+            assert path in (None, GATEWAY_LOCK)
+            steps.append(("gateway-lock:" if path else "lock:") + task[LOCK].get("state", "acquired"))
             assert "always" in task.get("tags", [])
             assert task[LOCK].get("mode", "exclusive") == "exclusive"
         elif role_of(task):
             steps.append(role_of(task))
-    assert steps == ["lock:acquired", "sglang_gateway", "lock:released"]
+    assert steps == ["lock:acquired", "gateway-lock:acquired", "sglang_gateway", "gateway-lock:released",
+                     "lock:released"]
+    block = [t for t in gateway_play()["tasks"] if "block" in t][0]
+    take, release = block["block"][0], block["always"][0]
+    assert take[LOCK].get("path") == GATEWAY_LOCK and release[LOCK].get("path") == GATEWAY_LOCK
+    assert "%s is succeeded" % take["register"] in release["when"], "a lock that was not taken is not released"
 
 
 @pytest.mark.parametrize("overrides", [{}, {"sglang_gateway_workers_timeout": 600, "sglang_gateway_ready_timeout": 30},
                                        {"sglang_lock_lease": 60, "sglang_gateway_workers_timeout": 1}])
 def test_the_lease_outlasts_the_roles_waits(overrides):
-    variables = dict(load("roles", "sglang_gateway", "defaults", "main.yml"), **overrides)
-    (take,) = [t for t in flatten(gateway_play()["tasks"]) if LOCK in t and "state" not in t[LOCK]]
-    lease = render(str(take[LOCK]["lease"]), variables)
-    stop = variables["sglang_gateway_shutdown_grace_period"] + 30  # TimeoutStopSec
-    install = float(variables.get("sglang_lock_install_seconds", 1800))
-    margin = float(variables.get("sglang_lock_lease", 300))
-    assert lease >= install + stop + role_worst_case(variables) + margin, (lease, role_worst_case(variables))
-    assert math.isfinite(lease)
+    variables = dict(load("roles", "sglang_gateway", "defaults", "main.yml"), **gateway_play()["vars"])
+    variables.update(overrides)
+    takes = [t for t in flatten(gateway_play()["tasks"]) if LOCK in t and "state" not in t[LOCK]]
+    assert len(takes) == 2, "the host's lock and the gateway lock"
+    for take in takes:
+        lease = render(str(take[LOCK]["lease"]), variables)
+        stop = variables["sglang_gateway_shutdown_grace_period"] + 30  # TimeoutStopSec
+        install = float(variables.get("sglang_lock_install_seconds", 1800))
+        margin = float(variables.get("sglang_lock_lease", 300))
+        assert lease >= install + stop + role_worst_case(variables) + margin, (lease, role_worst_case(variables))
+        assert math.isfinite(lease)
 
 
 def test_syntax_check_with_the_example_inventory():

@@ -131,7 +131,7 @@ def test_the_script_refuses_another_os_fast_and_names_it(tmp_path):
     assert "machine check: not Debian 12: this machine is Ubuntu 24.04.1 LTS" in result.stderr
     assert "1 assumption(s) of make test do not hold; nothing was changed" in result.stderr
     assert seconds < 5
-    result, _ = run_script(["test", "--os-release", str(release)], env={"LLMSERVE_MACHINE_CHECK": "warn"})
+    result = run_script(["test", "--os-release", str(release)], env={"LLMSERVE_MACHINE_CHECK": "warn"})[0]
     assert result.returncode == 0 and "1 warning(s), going on" in result.stdout
 
 
@@ -139,7 +139,7 @@ def test_the_script_refuses_a_cache_in_a_private_directory(open_dir):
     private = os.path.join(open_dir, "home")
     os.mkdir(private, 0o700)
     cache = os.path.join(private, "cache")
-    result, _ = run_script(["bench"], env={"LLMSERVE_CACHE": cache})
+    result = run_script(["bench"], env={"LLMSERVE_CACHE": cache})[0]
     assert result.returncode == 1
     assert "machine check: LLMSERVE_CACHE=%s is below %s, which others cannot traverse" % (cache, private) \
         in result.stderr

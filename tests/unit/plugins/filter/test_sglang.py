@@ -31,7 +31,8 @@ FILTER_DIR = os.path.dirname(sglang_filter.__file__)
 
 ALL_FILTERS = ["sglang_validate", "sglang_render", "sglang_unit_value", "sglang_base_url",
                "sglang_url_path", "sglang_device_problems", "sglang_node_group_check", "sglang_node_group_plan",
-               "sglang_deploy_plan", "sglang_rollout_batches"]
+               "sglang_deploy_plan", "sglang_rollout_batches", "sglang_service_problems", "sglang_pip_redact",
+               "sglang_node_firewall"]
 
 
 def test_filters_are_registered():
@@ -180,7 +181,17 @@ def test_node_group_filters():
     nodes = {"b": _mn_node("b", "10.1.0.2"), "a": _mn_node("a", "10.1.0.1")}
     assert filters["sglang_node_group_check"](nodes, "mn") == []
     plan = filters["sglang_node_group_plan"](nodes, "mn")
-    assert plan["b"] == {"nnodes": 2, "node_rank": 1, "dist_init_addr": "10.1.0.1:25000", "node_ifname": "eth0"}
+    assert plan["b"] == {"nnodes": 2, "node_rank": 1, "dist_init_addr": "10.1.0.1:25000", "node_ifname": "eth0",
+                         "node_firewall": {"enabled": True, "ports": ["30000"], "sources": ["10.1.0.1", "10.1.0.2"]}}
+    lines = filters["sglang_node_firewall"](plan["a"]["node_firewall"], "sglang-big.x")
+    assert lines["table"] == "llmserve_sglang_big_x"
+    assert "tcp dport { 25000 } ip saddr { 10.1.0.1, 10.1.0.2 } accept" in lines["load"]
+    assert lines["remove"] == "table inet llmserve_sglang_big_x; delete table inet llmserve_sglang_big_x"
+    assert filters["sglang_node_firewall"](dict(plan["a"]["node_firewall"], enabled=False), "s")["load"] is None
+    with pytest.raises(AnsibleFilterError, match="is not a TCP port"):
+        filters["sglang_node_firewall"](dict(plan["a"]["node_firewall"], ports=["25000; flush ruleset"]), "s")
+    with pytest.raises(AnsibleFilterError, match="is not an IP address"):
+        filters["sglang_node_firewall"](dict(plan["a"]["node_firewall"], sources=["1.2.3.4 } accept"]), "s")
     bad = dict(nodes, b=_mn_node("b", "10.1.0.2", sglang_server_tp_size=4))
     errors = filters["sglang_node_group_check"](bad, "mn")
     assert errors and errors[0].startswith("sglang_server_tp_size: ")
@@ -188,3 +199,12 @@ def test_node_group_filters():
         filters["sglang_node_group_plan"](bad, "mn")
     with pytest.raises(AnsibleFilterError, match="group must be"):
         filters["sglang_node_group_check"](nodes, 3)
+
+
+def test_service_problems_filter():
+    problems = FilterModule().filters()["sglang_service_problems"]
+    assert problems({"prefix": "sglang_server_", "user": "sglang", "group": "sglang"}) == []
+    assert problems({"prefix": "sglang_server_", "user": "root", "group": "sglang"})[0].startswith(
+        "sglang_server_user: is root")
+    with pytest.raises(AnsibleFilterError, match="state must be a deploy_state result"):
+        problems({"user": "sglang"}, state=[])

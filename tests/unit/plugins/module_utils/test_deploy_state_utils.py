@@ -60,3 +60,14 @@ def test_systemctl_show_and_printable():
     assert parse_systemctl_show("ActiveState=active\nUnitFileState=enabled\nnoise\n") == {
         "ActiveState": "active", "UnitFileState": "enabled"}
     assert printable("a\nb\x1b") == "a?b?"
+
+
+def test_deployer_info_reads_the_login_uid_and_sudo_user(tmp_path):
+    from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_state import deployer_info
+    loginuid = tmp_path / "loginuid"
+    loginuid.write_text("0")
+    assert deployer_info({"SUDO_USER": "ops"}, str(loginuid)) == {"login_uid": 0, "login_user": "root",
+                                                                  "sudo_user": "ops"}
+    loginuid.write_text("4294967295")
+    assert deployer_info({}, str(loginuid)) == {"login_uid": None, "login_user": None, "sudo_user": ""}
+    assert deployer_info({}, str(tmp_path / "none"))["login_uid"] is None

@@ -351,3 +351,58 @@ def test_long_lines_do_not_make_the_parsers_quadratic():
     assert [(e['kind'], e['pci_address']) for e in events] == [('IO_PAGE_FAULT', None)] * 25
     assert [(e['code'], e['caused_by']) for e in xids] == [(13, None)] * 25
     assert len(kept) == 100
+
+
+# --- Intel DMAR fault reasons: decimal in older kernels, hex from 5.10 ----------------------------------------------
+# Kernels before 5.10 print the reason with %02d, later ones with 0x%02x; 129 (decimal) and 0x81 are the same reason.
+
+@pytest.mark.parametrize('line, detail', [
+    ('[   12.6] DMAR: [DMA Read] Request device [00:02.0] PASID ffffffff fault addr 9c000000 [fault reason 129] '
+     'SM: Present bit in PASID directory entry is clear',
+     'fault reason 0x81: SM: Present bit in PASID directory entry is clear'),
+    ('[   12.6] DMAR: [DMA Write] Request device [03:00.0] fault addr 100000 [fault reason 06] PTE Read access is '
+     'not set', 'fault reason 0x06: PTE Read access is not set'),
+    ('[   12.6] DMAR: [DMA Write] Request device [03:00.0] fault addr 100000 [fault reason 12] x',
+     'fault reason 0x0c: x'),
+    ('[   12.7] DMAR: [INTR-REMAP] Request device [1a:00.0] fault index 1f [fault reason 34] Detected reserved '
+     'fields in the IRTE entry', 'fault reason 0x22: Detected reserved fields in the IRTE entry'),
+    ('[   12.8] DMAR: [DMA Read NO_PASID] Request device [00:02.0] fault addr 0x7cd80000 [fault reason 0x81] '
+     'SM: Present bit in PASID directory entry is clear',
+     'fault reason 0x81: SM: Present bit in PASID directory entry is clear'),
+    ('[   12.8] DMAR: [DMA Write NO_PASID] Request device [0x03:0x00.0] fault addr 0x100000 [fault reason 0x12] x',
+     'fault reason 0x12: x'),
+])
+def test_dmar_reason_decimal_or_hex(line, detail):
+    event = dma_faults.parse_line(line)
+    assert event is not None and event['source'] == 'intel-dmar'
+    assert event['detail'] == detail
+
+
+def test_dmar_old_two_record_form_is_one_event():
+    # kernels up to 4.0 printed the fault as two lines, without a space after "DMAR:", the reason in decimal
+    lines = [
+        '[  221.100000] DMAR:[DMA Read] Request device [00:02.0] fault addr 9c000000 ',
+        '[  221.100000] DMAR:[fault reason 129] Unknown',
+        '[  222.000000] INTR-REMAP: Request device [[1a:00.0] fault index 1f',
+        '[  222.000000] INTR-REMAP:[fault reason 34] Detected reserved fields in the IRTE entry',
+        '[  223.000000] DMAR:[DMA Write] Request device [03:00.0] fault addr 100000 ',
+    ]
+    events, dropped = dma_faults.parse_kernel_log(lines)
+    assert dropped == 0
+    assert [(e['kind'], e['pci_address'], e['address'], e['detail']) for e in events] == [
+        ('DMAR_READ_FAULT', '0000:00:02.0', '0x9c000000', 'fault reason 0x81: Unknown'),
+        ('DMAR_INTR_REMAP_FAULT', '0000:1a:00.0', '0x1f',
+         'fault reason 0x22: Detected reserved fields in the IRTE entry'),
+        ('DMAR_WRITE_FAULT', '0000:03:00.0', '0x100000', '')]  # its reason line was lost
+    assert events[0]['timestamp'] == pytest.approx(221.1)
+    assert events[0]['line'] == lines[0].strip() + ' ' + lines[1]
+    # the reason lines are no events of their own, and a capture keeps them
+    assert dma_faults.parse_line(lines[1]) is None
+    assert dma_faults.relevant_lines(lines)[0] == lines
+
+
+def test_dmar_old_form_in_one_kmsg_record():
+    event = dma_faults.parse_line('3,4471,221100000,-;DMAR:[DMA Read] Request device [00:02.0] fault addr 9c000000 '
+                                  '\\x0aDMAR:[fault reason 129] Unknown')
+    assert (event['kind'], event['pci_address'], event['detail']) == (
+        'DMAR_READ_FAULT', '0000:00:02.0', 'fault reason 0x81: Unknown')

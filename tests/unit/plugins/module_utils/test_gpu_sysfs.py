@@ -261,6 +261,33 @@ def test_scan_filters_classes_and_vendors(tmp_path):
     assert [gpu['index'] for gpu in gpus] == [0, 1]
 
 
+def test_scan_counts_physical_functions_and_lists_virtual_functions_apart(tmp_path):
+    _pci(tmp_path, '0000:05:00.0', '0x10de', '0x2bb5', '0x030200', driver='nvidia')
+    for number, function in enumerate(('4', '5')):
+        address = '0000:05:00.%s' % function
+        _pci(tmp_path, address, '0x10de', '0x2bb5', '0x030200', driver='vfio-pci' if function == '5' else None)
+        link(tmp_path, '/sys/devices/pci0000:00/%s/physfn' % address, '../0000:05:00.0')
+        link(tmp_path, '/sys/devices/pci0000:00/0000:05:00.0/virtfn%d' % number, '../%s' % address)
+    # a VF whose PF is not in sysfs (any more): listed with no GPU, never counted as one
+    _pci(tmp_path, '0000:09:00.4', '0x10de', '0x2bb5', '0x030200')
+    link(tmp_path, '/sys/devices/pci0000:00/0000:09:00.4/physfn', '../0000:09:00.0')
+    _pci(tmp_path, '0000:08:00.0', '0x10de', '0x2bb5', '0x030200')
+    host = HostRoot(str(tmp_path))
+    gpus, vfs = gpu_sysfs.scan_gpu_functions(host)
+    assert [(gpu['index'], gpu['pci_address'], gpu['virtual_functions']) for gpu in gpus] == [
+        (0, '0000:05:00.0', ['0000:05:00.4', '0000:05:00.5']), (1, '0000:08:00.0', [])]
+    assert [(vf['pci_address'], vf['physical_function'], vf['gpu_index'], vf['driver']) for vf in vfs] == [
+        ('0000:05:00.4', '0000:05:00.0', 0, None), ('0000:05:00.5', '0000:05:00.0', 0, 'vfio-pci'),
+        ('0000:09:00.4', '0000:09:00.0', None, None)]
+    assert gpu_sysfs.scan_gpus(host) == gpus
+
+
+def test_scan_of_the_sriov_fixture(hosts):
+    gpus, vfs = gpu_sysfs.scan_gpu_functions(host(hosts, 'blackwell4_amd_snp_sriov_vfs'))
+    assert len(gpus) == 4 and len(vfs) == 3
+    assert [vf['iommu_group'] for vf in vfs] == [15, 16, 17]
+
+
 def test_scan_reads_group_when_not_preloaded(hosts):
     gpus = gpu_sysfs.scan_gpus(host(hosts, 'blackwell4_amd_snp_one_identity'), groups={})
     assert [gpu['iommu_domain_type'] for gpu in gpus] == ['DMA-FQ', 'DMA-FQ', 'identity', 'DMA-FQ']

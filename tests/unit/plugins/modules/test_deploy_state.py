@@ -134,3 +134,26 @@ def test_a_parent_created_by_an_earlier_entry_keeps_its_own_attributes(tmp_path)
     run(args)
     assert mode_of(str(home)) == 0o750 and mode_of(str(home / "cache")) == 0o700
     assert run(args)["changed"] is False
+
+
+def test_trust_walks_and_heads_report_without_failing(tmp_path):
+    open_dir = tmp_path / "venvs"
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o777)
+    unit = tmp_path / "x.service"
+    unit.write_text("[Unit]\nDocumentation=https://github.com/llmserve/sglang\n")
+    (tmp_path / "link.service").symlink_to(unit)
+    heads = [str(unit), str(tmp_path / "link.service"), str(tmp_path / "missing.service")]
+    result = run({"trust": [str(open_dir)], "heads": heads})
+    found = result["trust"][str(open_dir)]
+    assert {"path": str(open_dir), "found": "uid %d, mode 0777" % os.getuid()} in found
+    assert result["heads"] == {str(unit): "[Unit]\nDocumentation=https://github.com/llmserve/sglang\n",
+                               str(tmp_path / "link.service"): None, str(tmp_path / "missing.service"): None}
+
+
+def test_accounts_say_comment_groups_and_who_deploys():
+    result = run({"user": "root", "group": "root"})
+    user, group, deployer = (result["accounts"][k] for k in ("user", "group", "deployer"))
+    assert user["uid"] == 0 and user["primary_group"] == "root" and "comment" in user and isinstance(user["groups"], list)
+    assert group["gid"] == 0 and "root" in group["primary_of"] and isinstance(group["members"], list)
+    assert set(deployer) == {"login_uid", "login_user", "sudo_user"}

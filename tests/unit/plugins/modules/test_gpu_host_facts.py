@@ -168,6 +168,33 @@ def test_driver_not_loaded(hosts):
     assert facts['gpus'][0]['name'] == 'NVIDIA RTX PRO 6000 Blackwell Server Edition'
 
 
+def test_sriov_virtual_functions_are_not_gpus(hosts):
+    facts = facts_of(hosts, 'blackwell4_amd_snp_sriov_vfs')
+    gpus = facts['gpus']
+    assert [gpu['pci_address'] for gpu in gpus] == ['0000:01:00.0', '0000:41:00.0', '0000:81:00.0', '0000:c1:00.0']
+    assert [gpu['index'] for gpu in gpus] == [0, 1, 2, 3]
+    assert [gpu['virtual_functions'] for gpu in gpus] == [['0000:01:00.4', '0000:01:00.5', '0000:01:00.6'], [], [], []]
+    vfs = facts['gpu_virtual_functions']
+    assert [(vf['pci_address'], vf['physical_function'], vf['gpu_index']) for vf in vfs] == [
+        ('0000:01:00.4', '0000:01:00.0', 0), ('0000:01:00.5', '0000:01:00.0', 0), ('0000:01:00.6', '0000:01:00.0', 0)]
+    assert vfs[1] == {'pci_address': '0000:01:00.5', 'physical_function': '0000:01:00.0', 'gpu_index': 0,
+                      'device_id': '0x2bb5', 'pci_class': '0x030200',
+                      'name': 'NVIDIA RTX PRO 6000 Blackwell Server Edition', 'iommu_group': 16,
+                      'iommu_domain_type': 'DMA-FQ', 'driver': None}
+    # the VFs are neither GPUs nor "other NVIDIA functions"; the fault of a VF is not the GPU's
+    assert facts['pci_scan']['nvidia_functions'] == []
+    assert facts['pci_scan']['vendors']['0x10de'] == 7
+    assert [gpu['dma_faults'] for gpu in gpus] == [0, 0, 0, 0]
+    assert [(e['pci_address'], e['gpu'], e['gpu_index']) for e in facts['dma_faults']] == [
+        ('0000:01:00.5', False, None)]
+
+
+def test_hosts_without_sriov_have_no_virtual_functions(hosts):
+    facts = facts_of(hosts, 'blackwell4_amd_snp_dmafq')
+    assert facts['gpu_virtual_functions'] == []
+    assert [gpu['virtual_functions'] for gpu in facts['gpus']] == [[], [], [], []]
+
+
 def test_io_page_faults_attributed(hosts):
     facts = facts_of(hosts, 'blackwell4_amd_snp_io_page_faults')
     counts = dict((gpu['pci_address'], gpu['dma_faults']) for gpu in facts['gpus'])

@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+import yaml
 
 from ansible_collections.llmserve.sglang.plugins.modules import run_lock
 
@@ -269,8 +270,53 @@ def test_renewal_after_a_takeover_is_refused(lock, run):
     time.sleep(1)
     assert run({"path": lock, "owner": "next-run", "wait": 0})["taken_over"] is True
     out = run({"path": lock, "owner": "slow-run", "state": "renewed", "lease": 600})
-    assert out["failed"] is True and "next-run" in out["msg"] and "lease ended or the host rebooted" in out["msg"]
+    assert out["failed"] is True and "next-run" in out["msg"] and "another run took it over" in out["msg"]
     assert owners(lock) == ["next-run"]
+
+
+LAPSING_RUN = r"""
+import json, subprocess, sys, time
+module, args_dir, lock, marker = sys.argv[1:5]
+
+def step(n, args):
+    path = "%s/run-a-%d.json" % (args_dir, n)
+    with open(path, "w") as handle:
+        json.dump({"ANSIBLE_MODULE_ARGS": dict(args, path=lock, owner="run-a")}, handle)
+    out = subprocess.run([sys.executable, module, path], capture_output=True, text=True).stdout
+    return json.loads([line for line in out.splitlines() if line.startswith("{")][-1])
+
+took = step(1, {"lease": 1})
+time.sleep(float(sys.argv[5]))  # a step longer than the lease (a slow install, a stalled controller)
+renewed = step(2, {"state": "renewed", "lease": 600})
+if not renewed.get("failed"):  # as the playbooks do: the change comes only after a renewal that succeeded
+    open(marker, "w").write("run-a changed the host")
+print(json.dumps({"took": took, "renewed": renewed}))
+"""
+
+
+def test_run_whose_lease_lapsed_learns_it_at_its_renewal_and_changes_nothing(lock, run, start, tmp_path):
+    """Two real runs on one lock: A's lease ends mid-step, B (waiting) takes the lock over, A's renewal fails
+    saying so, and A never makes the change that comes after the renewal."""
+    marker = tmp_path / "changed-by-a"
+    script = tmp_path / "run_a.py"
+    script.write_text(LAPSING_RUN)
+    run_a = subprocess.Popen([sys.executable, str(script), MODULE, str(tmp_path), lock, str(marker), "3"],
+                             stdout=subprocess.PIPE, text=True, env=module_env())
+    deadline = time.monotonic() + 30
+    while not os.path.exists(os.path.join(lock, "owner.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert owners(lock) == ["run-a"]
+    run_b = start({"path": lock, "owner": "run-b", "lease": 600, "wait": 30, "interval": 0.1})
+    b = run_b()
+    assert not b.get("failed") and b["taken_over"] is True, b
+    assert b["taken_over_from"][0]["owner"] == "run-a" and "lease of 1 s ended" in b["taken_over_from"][0]["reason"]
+    a = json.loads(run_a.communicate(timeout=60)[0].splitlines()[-1])
+    assert not a["took"].get("failed")
+    assert a["renewed"]["failed"] is True, "a run whose lock was taken over must not be renewed"
+    assert "run run-a no longer holds the lock" in a["renewed"]["msg"]
+    assert "another run took it over" in a["renewed"]["msg"] and "run run-b" in a["renewed"]["msg"]
+    assert not marker.exists(), "run A changed the host after it had lost the lock"
+    assert owners(lock) == ["run-b"], "the refused renewal left B's hold as it was"
 
 
 def test_renewal_of_a_free_lock_is_refused(lock, run):
@@ -288,7 +334,7 @@ def test_expired_own_lease_is_renewed_with_a_warning_when_nobody_took_it(lock, r
 
 
 def test_lock_is_taken_again_after_a_reboot(lock, run):
-    """/run/lock is a tmpfs: after the driver role's reboot the lock is gone and the same run takes it again."""
+    """/run is a tmpfs: after the driver role's reboot the lock is gone and the same run takes it again."""
     run({"path": lock, "owner": "site-run"})
     for name in os.listdir(lock):
         os.unlink(os.path.join(lock, name))
@@ -484,8 +530,54 @@ def test_lock_directory_of_another_user_is_refused(lock, run):
 
 
 def test_missing_parent_directory_fails_clearly(tmp_path, run):
-    out = run({"path": str(tmp_path / "nope" / "x.lock"), "owner": "x"})
+    out = run({"path": str(tmp_path / "nope" / "deeper" / "x.lock"), "owner": "x"})
     assert out["failed"] is True and "does not exist" in out["msg"]
+    assert not os.path.exists(str(tmp_path / "nope"))
+
+
+def test_missing_parent_is_created_private(tmp_path, run):
+    parent = tmp_path / "llmserve"
+    out = run({"path": str(parent / "sglang.lock"), "owner": "x"})
+    assert not out.get("failed"), out
+    info = os.lstat(str(parent))
+    assert info.st_uid == os.geteuid() and info.st_mode & 0o777 == 0o700
+    assert owners(str(parent / "sglang.lock")) == ["x"]
+
+
+def test_default_lock_is_not_in_the_world_writable_run_lock():
+    # validate-modules (make sanity) holds the argument spec's default to the documented one
+    assert yaml.safe_load(run_lock.DOCUMENTATION)["options"]["path"]["default"] == "/run/llmserve/sglang.lock"
+
+
+@pytest.mark.parametrize("mode", [0o1777, 0o777, 0o770, 0o720, 0o702], ids=lambda mode: "%04o" % mode)
+def test_parent_writable_by_others_is_refused(tmp_path, run, mode):
+    """In /run/lock (1777) any local user could create the lock (or its guard) first and block every run."""
+    parent = tmp_path / "shared"
+    parent.mkdir()
+    os.chmod(str(parent), mode)
+    out = run({"path": str(parent / "sglang.lock"), "owner": "x", "wait": 0})
+    assert out["failed"] is True and "writable by its group or others" in out["msg"] and "%04o" % mode in out["msg"]
+    assert os.listdir(str(parent)) == [], "nothing is created in such a directory (no lock, no guard)"
+    released = run({"path": str(parent / "sglang.lock"), "owner": "x", "state": "released"})
+    assert released["failed"] is True
+
+
+def test_symlinked_parent_is_refused(tmp_path, run):
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    os.symlink(str(real), str(tmp_path / "link"))
+    out = run({"path": str(tmp_path / "link" / "sglang.lock"), "owner": "x"})
+    assert out["failed"] is True and "not a directory" in out["msg"]
+    assert os.listdir(str(real)) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the directory to another user")
+def test_parent_of_another_user_is_refused(tmp_path, run):
+    parent = tmp_path / "theirs"
+    parent.mkdir(mode=0o700)
+    os.chown(str(parent), 65534, 65534)
+    out = run({"path": str(parent / "sglang.lock"), "owner": "x"})
+    assert out["failed"] is True and "belongs to uid 65534" in out["msg"]
 
 
 def test_directory_that_is_not_a_lock_is_never_taken_over(tmp_path, run):

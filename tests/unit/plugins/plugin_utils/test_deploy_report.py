@@ -1,14 +1,26 @@
 """The site report: one entry per host from the three stages' results."""
 
+import json
 import os
 
-from ansible_collections.llmserve.sglang.plugins.filter.deploy_report import sglang_report_rows, sglang_report_servers
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.llmserve.sglang.plugins.filter.deploy_report import (
+    sglang_report_file_name,
+    sglang_report_rows,
+    sglang_report_servers,
+)
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import (
     build_host_report,
     gateway_states,
     host_rows,
     host_stats,
     render_text,
+    report_file_name,
 )
 
 PREFLIGHT = {
@@ -187,6 +199,68 @@ def test_host_stats_give_no_time_to_ready_without_a_restart_and_carry_the_error(
     assert failed["error"] == "unit sglang failed"
 
 
+# issue 24 #3: what the server (or the host) says must not become Jinja in a later workflow job's extra vars
+HOSTILE_VERSION = "0.5.23{{ lookup('pipe', 'id') }}"
+HOSTILE_ERROR = ('POST /generate answered 500: {"detail": "{%% set n = 7 * 191 %%}{{ n }}{# hidden #}"} %s'
+                 % "{{ lookup('pipe', 'id') }}")
+
+
+def _as_extra_vars(data):
+    """The artifacts as a later workflow job gets them: JSON read back as extra vars, whose strings are trusted
+    templates (as with ``-e @artifacts.json``)."""
+    def trust(value):
+        if isinstance(value, str):
+            return trust_as_template(value)
+        if isinstance(value, dict):
+            return {k: trust(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [trust(v) for v in value]
+        return value
+
+    return trust(json.loads(json.dumps(data)))
+
+
+def _hostile_stats():
+    sglang = dict(SGLANG, version=HOSTILE_VERSION, installed_version="0.5.23", error=HOSTILE_ERROR,
+                  state="rolled back {{ 7 * 191 }}")
+    driver = dict(DRIVER, pending=["{{ 7 * 191 }}"], status="driver {% if true %}x{% endif %}")
+    plan = {"changes": ["sglang: version 0.5.22 -> {{ 7 * 191 }}"], "restart_needed": True}
+    return host_stats(build_host_report("h", PREFLIGHT, driver, sglang, None, plan))
+
+
+def test_a_later_job_rendering_the_artifacts_runs_nothing_the_server_wrote():
+    artifacts = {"sglang_run_summary": {"run_id": 7, "hosts": {"h": _hostile_stats()}}}
+    rendered = Templar(loader=DataLoader(), variables={}).template(_as_extra_vars(artifacts))
+    text = json.dumps(rendered)
+    assert "1337" not in text and "uid=" not in text
+    # rendering changes nothing: no string of the artifacts is a template
+    assert rendered == json.loads(json.dumps(artifacts))
+    for opening in ("{{", "{%", "{#"):
+        assert opening not in text
+
+
+def test_server_version_must_look_like_a_version():
+    stats = _hostile_stats()
+    # the server's text is refused; the version the role installed is reported instead
+    assert stats["sglang_version"] == "0.5.23"
+    # the error is still there to read, with its delimiters broken
+    assert stats["error"] == ('POST /generate answered 500: {"detail": "{ % set n = 7 * 191 %}{ { n }}{ # hidden #}"}'
+                              " { { lookup('pipe', 'id') }}")
+    no_fallback = host_stats(build_host_report("h", None, None, dict(SGLANG, version="v1 {{ x }}")))
+    assert no_fallback["sglang_version"] is None
+
+
+@pytest.mark.parametrize("version", ["0.5.23", "0.5.0rc2", "0.4.6.post1", "0.5.3.dev12+g1234abc", "0.5.23+llmserve.standin", "1"])
+def test_real_versions_are_kept(version):
+    assert host_stats(build_host_report("h", None, None, dict(SGLANG, version=version)))["sglang_version"] == version
+
+
+@pytest.mark.parametrize("version", ["", "latest", "0.5.23 ", "0.5.23\n", "0.5.{{x}}", "0.5.23;id", "1" * 100, 5,
+                                     None, ["0.5.23"]])
+def test_other_versions_are_refused(version):
+    assert host_stats(build_host_report("h", None, None, dict(SGLANG, version=version)))["sglang_version"] is None
+
+
 def test_multinode_server_is_shown_once_with_its_nodes():
     rank0 = build_host_report("node-b", None, None, dict(SGLANG, node_group="big", node_rank="0"))
     rank1 = build_host_report("node-a", None, None, dict(SGLANG, node_group="big", node_rank=1, smoke="skipped"))
@@ -205,3 +279,36 @@ def test_multinode_server_is_shown_once_with_its_nodes():
     assert "node-b: serving; node-a: rolled back" in _render_markdown([rank0, failed], "T")
     # without a multi-node server the report has no servers table
     assert "## Servers" not in _render_markdown([single], "T")
+
+
+# issue 24 #8: an inventory name is not a file name
+HOSTILE_NAMES = ["../../x", "..", ".", ".hidden", "/abs", "/etc/cron.d/x", "a/../../b", "nul\x00byte", "new\nline",
+                 "tab\there", "back\\slash", "100%", "%2E%2E", "gpu node", "ünïcode", "\udcff", "\ud800", "x" * 300,
+                 "x" * 299 + "y"]
+
+
+@pytest.mark.parametrize("host", HOSTILE_NAMES)
+def test_report_file_name_is_one_plain_path_component(tmp_path, host):
+    name = report_file_name(host)
+    assert name and "/" not in name and "\\" not in name and not name.startswith(".")
+    assert all(c.isalnum() and c.isascii() or c in "-_.%~" for c in name), name
+    assert len(name + ".json") < 255
+    directory = str(tmp_path / "gateways")
+    path = os.path.normpath(os.path.join(directory, name + ".json"))
+    assert os.path.dirname(path) == directory
+
+
+def test_report_file_names_keep_ordinary_names_and_never_collide():
+    for host in ("gpu-node-01", "gpu-node-01.example.com", "10.0.0.5", "GW_1"):
+        assert report_file_name(host) == host
+    names = ["gpu-node-01", "%2E%2E", "..", ".", "%2E.", "a/b", "a%2Fb", "x" * 300, "x" * 299 + "y"] + HOSTILE_NAMES
+    assert len({report_file_name(h) for h in set(names)}) == len(set(names))
+    assert report_file_name("../../x") == "%2E.%2F..%2Fx"
+    assert report_file_name(5) == "5"
+
+
+def test_report_file_name_refuses_an_empty_name():
+    with pytest.raises(ValueError):
+        report_file_name("")
+    with pytest.raises(AnsibleFilterError, match="sglang_report_file_name: a report needs a host name"):
+        sglang_report_file_name("")

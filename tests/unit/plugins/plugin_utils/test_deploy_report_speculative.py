@@ -5,6 +5,11 @@
 
 from __future__ import annotations
 
+import json
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import spec_policy
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import (
     build_host_report,
@@ -13,6 +18,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report impo
 )
 from ansible_collections.llmserve.sglang.tests.unit.plugins.plugin_utils.test_deploy_report import (
     SGLANG,
+    _as_extra_vars,
     _render_markdown,
 )
 
@@ -81,3 +87,27 @@ def test_markdown_shows_the_speculative_rows():
     text = _render_markdown([build_host_report("h", None, None, dict(SGLANG, speculative_check=verdict()))], "T")
     assert "| Speculative check | pass: acceptance length 3.12 (requests)" in text
     assert "| Attention backend (asked / chosen) | left to SGLang, page size left to SGLang / trtllm_mha" in text
+
+
+def test_job_artifacts_of_a_hostile_server_are_numbers_and_inert_text():
+    """Issue 24 #3 applied to the check: the backend SGLang chose and the numbers come from the server's answers."""
+    hostile = verdict()
+    hostile["backend"]["chosen"] = {"attention_backend": "fa3{{ lookup('pipe', 'id') }}", "page_size": "{{ 64 }}"}
+    hostile.update(accept_length="{{ 7 * 191 }}", decode_tokens_per_s=float("nan"), prompt_tokens=[21, "{% x %}", 2.5],
+                   active_num_steps=True, min_accept_length="1.75")
+    off = {"disabled_at": "2026-05-01T10:00:00Z", "reason": "below {# the floor #} {{ 7 * 191 }}"}
+    stats = host_stats(build_host_report("h", None, None, dict(SGLANG, speculative_check=hostile,
+                                                               speculative_disabled=off)))
+    spec = stats["speculative"]
+    assert spec["attention_backend"] == "fa3{ { lookup('pipe', 'id') }}"
+    assert spec["page_size"] is None and spec["accept_length"] is None and spec["decode_tokens_per_s"] is None
+    assert spec["min_accept_length"] == 1.75 and spec["prompt_tokens"] == [21, None, None]
+    assert spec["active_num_steps"] is None
+    assert spec["disabled_reason"] == "below { # the floor #} { { 7 * 191 }}"
+    artifacts = {"sglang_run_summary": {"run_id": 7, "hosts": {"h": stats}}}
+    rendered = Templar(loader=DataLoader(), variables={}).template(_as_extra_vars(artifacts))
+    assert rendered == json.loads(json.dumps(artifacts))
+    text = json.dumps(rendered)
+    assert "1337" not in text and "uid=" not in text
+    for opening in ("{{", "{%", "{#"):
+        assert opening not in text

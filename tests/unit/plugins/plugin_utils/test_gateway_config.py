@@ -334,3 +334,99 @@ def test_workers_check():
     assert gc.workers_check(None, expected) == {"missing": expected, "unhealthy": [], "extra": [], "ok": False,
                                                 "states": {url: "not registered" for url in expected}}
     assert gc.workers_check([{"url": 5}, "junk"], expected)["missing"] == expected
+
+
+# ---- addresses as the resolver reads them; listeners and destinations in sglang_gateway_args ---------------------
+
+@pytest.mark.parametrize("text,expected", [
+    ("127.0.0.1", "127.0.0.1"),
+    ("127.1", "127.0.0.1"),
+    ("0x7f000001", "127.0.0.1"),
+    ("2130706433", "127.0.0.1"),
+    ("0177.0.0.1", "127.0.0.1"),
+    ("127.0.1", "127.0.0.1"),
+    ("::ffff:127.0.0.1", "127.0.0.1"),
+    ("::FFFF:7f00:1", "127.0.0.1"),
+    ("0", "0.0.0.0"),
+    ("10.0.0.11", "10.0.0.11"),
+    ("2001:db8::1", "2001:db8::1"),
+    ("gpu-1.example", None),
+    ("4294967296", None),
+    ("1.2.3.4.5", None),
+    ("08.0.0.1", None),
+    ("", None),
+])
+def test_resolver_address_reads_the_forms_inet_aton_accepts(text, expected):
+    parsed = gc.resolver_address(text)
+    assert (None if parsed is None else parsed.compressed) == expected
+
+
+@pytest.mark.parametrize("entry,variable", [
+    (worker("w1", ansible_host="127.1"), "ansible_host"),
+    (worker("w1", ansible_host="0x7f000001"), "ansible_host"),
+    (worker("w1", ansible_host="2130706433"), "ansible_host"),
+    (worker("w1", ansible_host="::ffff:127.0.0.1", host="::"), "ansible_host"),
+    (worker("w1", host="::ffff:127.0.0.1"), "sglang_server_host"),
+    (worker("w1", host="::", ipv6="::ffff:127.0.0.1"), "ansible_host"),
+])
+def test_loopback_in_disguise_is_not_a_remote_worker(entry, variable):
+    found = errors(workers=[entry])
+    assert any(e.startswith("hostvars['w1'].%s: w1 is reached at the loopback address 127.0.0.1" % variable)
+               for e in found), found
+
+
+def test_a_numeric_ansible_host_is_written_in_its_plain_form():
+    rendered = gc.render_gateway(base(workers=[worker("w1", ansible_host="0x0a00000b")]))
+    assert rendered["worker_urls"] == ["http://10.0.0.11:30000"]
+
+
+@pytest.mark.parametrize("value", ["0.0.0.0", "::", "0", "::ffff:0.0.0.0", "0x0"])
+def test_the_rdma_listener_may_not_bind_every_interface(value):
+    found = errors(args={"rdma_listen_ip": value})
+    assert any(e.startswith("sglang_gateway_args.rdma_listen_ip: binds every interface") for e in found), found
+
+
+@pytest.mark.parametrize("args,expected", [
+    ({"rdma-listen-ip": "rdma.example"}, "sglang_gateway_args.rdma-listen-ip: must be an IP address"),
+    ({"rdma-listen": "10.0.0.1"}, "sglang_gateway_args.rdma-listen: abbreviates --rdma-listen-ip"),
+    ({"otlp-traces": "127.0.0.1:4317"}, "sglang_gateway_args.otlp-traces: abbreviates --otlp-traces-endpoint"),
+])
+def test_checked_flags_must_be_spelled_out_and_well_formed(args, expected):
+    found = errors(args=args)
+    assert any(expected in e for e in found), found
+
+
+def test_a_specific_rdma_address_is_fine():
+    rendered = gc.render_gateway(base(args={"rdma-listen-ip": "10.0.1.5"}))
+    assert rendered["argv"][-2:] == ["--rdma-listen-ip", "10.0.1.5"]
+    assert not any("rdma" in w for w in rendered["warnings"])
+
+
+@pytest.mark.parametrize("value", [True, "true", "1"])
+def test_private_media_hosts_are_warned_about(value):
+    rendered = gc.render_gateway(base(args={"mm_allow_private_media_hosts": value}))
+    assert any(w.startswith("sglang_gateway_args.mm_allow_private_media_hosts: lets smg fetch") and "169.254.169.254"
+               in w for w in rendered["warnings"]), rendered["warnings"]
+
+
+def test_private_media_hosts_left_out_are_not_warned_about():
+    rendered = gc.render_gateway(base(args={"mm_allow_private_media_hosts": False}))
+    assert not any("media" in w for w in rendered["warnings"])
+
+
+@pytest.mark.parametrize("endpoint,warned", [
+    ("collector.example:4317", True),
+    ("http://10.0.0.50:4317", True),
+    ("https://[2001:db8::5]:4317/v1/traces", True),
+    ("0x0a000032:4317", True),
+    ("localhost:4317", False),
+    ("127.0.0.1:4317", False),
+    ("http://[::1]:4317", False),
+    ("127.1:4317", False),
+])
+def test_a_trace_endpoint_off_this_host_is_warned_about(endpoint, warned):
+    rendered = gc.render_gateway(base(args={"otlp-traces-endpoint": endpoint}))
+    remarks = [w for w in rendered["warnings"] if w.startswith("sglang_gateway_args.otlp-traces-endpoint:")]
+    assert bool(remarks) == warned, rendered["warnings"]
+    if warned:
+        assert "leave this host" in remarks[0]

@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import p2p
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import preflight_rules as rules
 from ansible_collections.llmserve.sglang.plugins.modules import gpu_host_facts
 from ansible_collections.llmserve.sglang.tests.fixtures.hosts import materialize
@@ -122,6 +123,33 @@ def test_dma_fault_policy(facts):
     warned = rules.evaluate(facts['blackwell4_amd_snp_io_page_faults'], dma_faults='warn')
     assert warned['errors'] == []
     assert rule_names(warned['warnings']).count('dma-faults') == 3
+
+
+def test_sriov_host_checks_and_pairs_the_physical_gpus_only(facts):
+    host = facts['blackwell4_amd_snp_sriov_vfs']
+    result = rules.evaluate(host, selection=[0, 1])
+    assert result['errors'] == []
+    assert [gpu['pci_address'] for gpu in result['selected']] == ['0000:01:00.0', '0000:41:00.0']
+    assert len(rules.evaluate(host)['selected']) == 4
+    assert [gpu['pci_address'] for gpu in result['report']['gpus']] == [
+        '0000:01:00.0', '0000:41:00.0', '0000:81:00.0', '0000:c1:00.0']
+    assert result['report']['gpus'][0]['virtual_functions'] == ['0000:01:00.4', '0000:01:00.5', '0000:01:00.6']
+    # the VF's fault is reported as the VF's, a warning, not as a fault of the GPU or of an unknown device
+    vf = [m for m in result['warnings'] if '0000:01:00.5' in m]
+    assert rule_names(vf) == ['dma-faults']
+    assert 'SR-IOV virtual function 0000:01:00.5 of GPU 0000:01:00.0' in vf[0] and 'not an NVIDIA GPU' not in vf[0]
+    matrix = p2p.build_matrix([gpu['pci_address'] for gpu in rules.evaluate(host)['selected']])
+    assert len(matrix['gpus']) == 4 and len(matrix['pairs']) == 12
+
+
+@pytest.mark.parametrize('item', ['0000:01:00.5', 4])
+def test_selecting_a_virtual_function_is_an_error(facts, item):
+    result = rules.evaluate(facts['blackwell4_amd_snp_sriov_vfs'], selection=[item])
+    assert rule_names(result['errors']) == ['gpu-selection']
+    if item == 4:
+        assert 'indexes 0, 1, 2, 3' in result['errors'][0]
+    else:
+        assert ('0000:01:00.5 is an SR-IOV virtual function of GPU 0000:01:00.0 (index 0)' in result['errors'][0])
 
 
 def test_dma_rule_needs_a_kernel_log(facts):
@@ -353,7 +381,7 @@ def test_report_summary(facts):
     gpu = report['gpus'][2]
     assert gpu == {'index': 2, 'pci_address': '0000:81:00.0', 'name': 'NVIDIA RTX PRO 6000 Blackwell Server Edition',
                    'architecture': 'blackwell', 'numa_node': 1, 'iommu_group': 62, 'iommu_domain_type': 'identity',
-                   'driver': 'nvidia', 'dma_faults': 2, 'xid_events': 1, 'selected': True}
+                   'driver': 'nvidia', 'dma_faults': 2, 'xid_events': 1, 'virtual_functions': [], 'selected': True}
 
 
 def test_bad_policy():

@@ -65,9 +65,12 @@ def _one(errors, variable, *words):
 
 def test_good_group_plan():
     plan = node_group_plan(_group(), GROUP)
+    peers = ["10.0.0.11", "10.0.0.12"]
     assert plan == {
-        "gpu-a": {"nnodes": 2, "node_rank": 0, "dist_init_addr": "10.0.0.11:25000", "node_ifname": "ens5"},
-        "gpu-b": {"nnodes": 2, "node_rank": 1, "dist_init_addr": "10.0.0.11:25000", "node_ifname": "ens5"},
+        "gpu-a": {"nnodes": 2, "node_rank": 0, "dist_init_addr": "10.0.0.11:25000", "node_ifname": "ens5",
+                  "node_firewall": {"enabled": True, "ports": ["25000"], "sources": peers}},
+        "gpu-b": {"nnodes": 2, "node_rank": 1, "dist_init_addr": "10.0.0.11:25000", "node_ifname": "ens5",
+                  "node_firewall": {"enabled": True, "ports": ["30000"], "sources": peers}},
     }
 
 
@@ -82,7 +85,9 @@ def test_explicit_ranks_host_port_ifname_and_ipv6():
         node["sglang_server_dist_init_host"] = "fd00::2"
         node["sglang_server_dist_init_port"] = 5000
     plan = node_group_plan(nodes, GROUP)
-    assert plan["gpu-b"] == {"nnodes": 2, "node_rank": 0, "dist_init_addr": "[fd00::2]:5000", "node_ifname": "ib0"}
+    assert plan["gpu-b"] == {"nnodes": 2, "node_rank": 0, "dist_init_addr": "[fd00::2]:5000", "node_ifname": "ib0",
+                             "node_firewall": {"enabled": True, "ports": ["5000"],
+                                               "sources": ["10.0.0.11", "10.0.0.12", "fd00::2"]}}
     assert plan["gpu-a"]["node_rank"] == 1
 
 
@@ -92,6 +97,65 @@ def test_ansible_host_ip_is_the_address():
     nodes["gpu-a"]["ansible_facts"]["ib0"] = {"device": "ib0", "ipv4": {"address": "192.168.7.1"}}
     plan = node_group_plan(nodes, GROUP)
     assert plan["gpu-a"]["dist_init_addr"] == "192.168.7.1:25000" and plan["gpu-a"]["node_ifname"] == "ib0"
+
+
+# -- the rendezvous firewall (issue 24, finding 6) ------------------------------------------------------
+
+def test_firewall_sources_are_every_nodes_addresses_on_its_interface():
+    """The nodes talk over a fabric (ib0) that is not the network of their default address: the sources are the
+    addresses of both networks, never a link-local one."""
+    nodes = _group(gpu_a={"node_ifname": "ib0", "dist_init_host": "10.20.0.2"},
+                   gpu_b={"node_ifname": "ib0", "dist_init_host": "10.20.0.2"})
+    nodes["gpu-a"]["ansible_facts"]["ib0"] = {"device": "ib0", "ipv4": {"address": "10.20.0.2"},
+                                              "ipv6": [{"address": "fe80::1", "prefix": "64"},
+                                                       {"address": "fd20::2", "prefix": "64"}]}
+    nodes["gpu-b"]["ansible_facts"]["ib0"] = {"device": "ib0", "ipv4": {"address": "10.20.0.3"},
+                                              "ipv4_secondaries": [{"address": "10.20.0.33"}]}
+    plan = node_group_plan(nodes, GROUP)
+    expected = ["10.0.0.11", "10.0.0.12", "10.20.0.2", "10.20.0.3", "10.20.0.33", "fd20::2"]
+    assert plan["gpu-a"]["node_firewall"]["sources"] == expected
+    assert plan["gpu-b"]["node_firewall"]["sources"] == expected
+
+
+def test_firewall_ports_with_data_parallel_attention():
+    """Rank 0 also guards the ports SGLang derives from the rendezvous port: six, plus one per further DP rank."""
+    for args, last in (({"attn_dp_size": 2}, 25007), ({"enable_dp_attention": True, "dp_size": 4}, 25009),
+                       ({"enable_dp_attention": True}, 25013)):
+        nodes = _group(gpu_a={"args": dict(args)}, gpu_b={"args": dict(args)})
+        plan = node_group_plan(nodes, GROUP)
+        assert plan["gpu-a"]["node_firewall"]["ports"] == ["25000", "25001-%d" % last], args
+        assert plan["gpu-b"]["node_firewall"]["ports"] == ["30000"]
+
+
+def test_firewall_extra_sources_and_switch():
+    nodes = _group(gpu_a={"node_firewall_sources": ["192.168.50.0/24", "192.168.60.7"]},
+                   gpu_b={"node_firewall": False})
+    plan = node_group_plan(nodes, GROUP)
+    assert plan["gpu-a"]["node_firewall"] == {"enabled": True, "ports": ["25000"],
+                                              "sources": ["10.0.0.11", "10.0.0.12", "192.168.50.0/24",
+                                                          "192.168.60.7"]}
+    assert plan["gpu-b"]["node_firewall"]["enabled"] is False
+
+
+@pytest.mark.parametrize("sources, words", [
+    (["10.0.0.0/33"], ["'10.0.0.0/33' is not an IP address or network"]),
+    (["0.0.0.0/0"], ["allows every address", "sglang_server_node_firewall: false"]),
+    ("10.0.0.1", ["must be a list"]),
+])
+def test_firewall_bad_sources(sources, words):
+    _one(node_group_problems(_group(gpu_a={"node_firewall_sources": sources}), GROUP),
+         "sglang_server_node_firewall_sources (host gpu-a)", *words)
+
+
+def test_firewall_needs_every_nodes_address():
+    nodes = _group(gpu_a={"node_ifname": "ens5"}, gpu_b={"node_ifname": "ens5"})
+    nodes["gpu-b"]["ansible_facts"] = {}
+    errors = node_group_problems(nodes, GROUP)
+    assert errors and all("cannot tell which addresses node(s) gpu-b" in e for e in errors), errors
+    assert "sglang_server_node_firewall: false" in errors[0]
+    for node in nodes.values():
+        node["sglang_server_node_firewall"] = False
+    assert node_group_problems(nodes, GROUP) == []
 
 
 # -- held-out style bad inputs: each names the variable and the rule --------------------------------------

@@ -24,6 +24,7 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_gateway import smg_stub
 from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_server import systemd_syntax as sd
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -182,7 +183,9 @@ def test_execstart_is_the_launcher_with_the_rendered_flags(rendered, name):
     assert sd.exec_argv(exec_start) == [rendered["venv"] + "/bin/python", "-I", "/etc/sglang-gateway/smg_launch.py"] \
         + data["argv"]
     assert _environment(unit) == data["env"] == {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    assert sd.values(unit, "EnvironmentFile") == ["/etc/sglang-gateway/sglang-gateway.env"]
+    # the keys reach the service as a credential, not as environment variables
+    assert sd.values(unit, "EnvironmentFile") == []
+    assert sd.values(unit, "LoadCredential") == ["smg-keys:/etc/sglang-gateway/sglang-gateway.env"]
     assert sd.values(unit, "User") == ["sglang-gateway"] and sd.values(unit, "NoNewPrivileges") == ["yes"]
 
 
@@ -217,6 +220,51 @@ def test_the_keys_are_only_in_the_root_only_environment_file(rendered):
     output = rendered["output"]
     for key in (ADMIN_KEY, WORKER_KEY, "0123456789abcdef\\nExecStartPre"):
         assert key not in output and json.dumps(key)[1:-1] not in output
+
+
+def _start_like_the_unit(case, tmp_path):
+    """The launcher started as systemd starts the rendered unit (ExecStart='s flags, Environment=, and the key file
+    as an EnvironmentFile= or a LoadCredential=, whichever the unit names), with the smg stand-in; the python and
+    the launcher are this checkout's. Returns (process, report path)."""
+    unit = case["sglang-gateway.service"]
+    files = {"/etc/sglang-gateway/sglang-gateway.env": case["sglang-gateway.env"]}
+    report = str(tmp_path / "launched.json")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": smg_stub.make_stub(tmp_path / "stub"), "SMG_STUB_REPORT": report}
+    env.update(_environment(unit))
+    for path in sd.values(unit, "EnvironmentFile"):
+        env.update(sd.env_file(files[path.lstrip("-")]))
+    credentials = tmp_path / "credentials"
+    for value in sd.values(unit, "LoadCredential"):
+        name, path = value.split(":", 1)
+        credentials.mkdir(mode=0o700, exist_ok=True)
+        (credentials / name).write_text(files[path], encoding="utf-8")
+        env["CREDENTIALS_DIRECTORY"] = str(credentials)
+    argv = sd.exec_argv(sd.values(unit, "ExecStart")[0])
+    assert argv[1:3] == ["-I", "/etc/sglang-gateway/smg_launch.py"]
+    return smg_stub.start(argv[3:], env, report), report
+
+
+def test_the_keys_are_not_in_the_running_launchers_environ_or_cmdline(rendered, tmp_path):
+    """/proc/<pid>/environ keeps the environment a process started with, even after it removed a variable: the keys
+    must never be in it (nor in the command line), and smg must still receive both."""
+    case = _ok(rendered, "hostile_args")[0]
+    proc, report = _start_like_the_unit(case, tmp_path)
+    try:
+        assert os.path.exists(report), "the launcher did not start smg: %s" % proc.communicate(timeout=30)[1]
+        environ = smg_stub.proc_file(proc.pid, "environ")
+        cmdline = smg_stub.proc_file(proc.pid, "cmdline")
+        assert b"SMG_STUB_REPORT=" in environ  # the right process, and its environ is readable
+        for key in (ADMIN_KEY, WORKER_KEY):
+            assert key.encode() not in environ, "a key is in /proc/%d/environ" % proc.pid
+            assert key.encode() not in cmdline, "a key is in /proc/%d/cmdline" % proc.pid
+        with open(report, encoding="utf-8") as handle:
+            received = json.load(handle)
+        assert received["api_key"] == WORKER_KEY
+        expected = [["llmserve-admin", "llmserve.sglang gateway role", ADMIN_KEY, "admin"]]
+        assert received["control_plane_api_keys"] == expected
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
 
 
 def test_privileged_port_keeps_only_net_bind_service(rendered):

@@ -206,6 +206,12 @@ def test_redaction_hook_learns_where_the_config_file_is(rendered):
     assert sd.exec_argv(sd.values(case["sglang.service"], "ExecStart")[0])[-2:] == ["--config", env["LLMSERVE_REDACT_CONFIG"]]
 
 
+def test_single_host_units_load_no_firewall(rendered):
+    """The multi-node firewall (ExecStartPre=+nft ...) belongs to the nodes of a group only."""
+    for name in ("plain", "tls", "hostile_text"):
+        assert sd.values(_ok(rendered, name)[0]["sglang.service"], "ExecStartPre") == []
+
+
 def test_probe_urls(rendered):
     _ok(rendered, "plain")
     assert json.loads(rendered["plain"]["urls.json"]) == {"base": "http://127.0.0.1:30000",
