@@ -23,7 +23,8 @@ description:
   - RV(requests.decode_tokens_per_s) is the completion tokens over SGLang's own C(e2e_latency) of the requests
     (prefill included), one request at a time.
   - The HTTP client is the one of P(llmserve.sglang.wait_for_endpoint#module), with one wall-clock limit per request,
-    no redirects followed, no proxy for loopback hosts, capped bodies. The API key goes into the
+    no redirects followed, no proxy for loopback and link-local hosts or the addresses of the host the module runs on
+    (see O(use_proxy)), capped bodies. The API key goes into the
     C(Authorization) header and is masked in everything returned.
 author: llmserve developers (@llmserve)
 attributes:
@@ -71,6 +72,13 @@ options:
   ca_path:
     description: PEM file with the CA certificate(s) that verify the server.
     type: path
+  use_proxy:
+    description:
+      - Whether proxy environment variables (C(http_proxy), C(https_proxy), C(no_proxy)) are honoured.
+      - Loopback and link-local hosts and the addresses of the host the module runs on are always reached directly,
+        whatever the environment says. The C(sglang_server) role passes V(false).
+    type: bool
+    default: true
 extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes]
 """
 
@@ -197,6 +205,7 @@ def build_module():
             request_timeout=dict(type="float", default=120),
             validate_certs=dict(type="bool", default=True),
             ca_path=dict(type="path"),
+            use_proxy=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
