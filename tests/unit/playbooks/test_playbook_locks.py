@@ -247,8 +247,8 @@ def test_site_leases_outlast_each_phase(scenario):
         == change_vars["sglang_server_speculative_check_timeout"]
     if change_vars["sglang_server_speculative_on_low"] == "disable":
         # and one more deployment without speculation (no check then), which may roll back in turn
-        again = change_vars["sglang_server_timeout_stop_sec"] + timeouts("sglang_server", "verify.yml",
-                                                                          variables=change_vars, modules=(WAIT,))
+        again = change_vars["sglang_server_timeout_stop_sec"] + timeouts(
+            "sglang_server", "verify.yml", variables=change_vars, modules=(WAIT,))
         assert deploy >= 2 * change_vars["sglang_server_timeout_stop_sec"] + waits + again + margin
     assert rejoin >= margin
     if scenario == "defaults":
