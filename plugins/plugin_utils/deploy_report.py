@@ -18,6 +18,7 @@ artifacts that later workflow nodes get as extra vars).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from urllib.parse import quote
 
@@ -202,6 +203,11 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
         for key in ("error", "rollback_error"):
             if sglang.get(key):
                 report["sglang"][key] = sglang[key]
+        # the speculative check (verdict, SGLang's numbers, the backend asked for and chosen) and a configuration the
+        # host keeps off for a low acceptance length
+        for key in ("speculative_check", "speculative_disabled"):
+            if sglang.get(key):
+                report["sglang"][key] = sglang[key]
         # one node of a multi-node server (docs/multinode.md): the run report shows the server once, with its nodes
         if sglang.get("node_group"):
             report["sglang"]["node_group"] = sglang["node_group"]
@@ -237,7 +243,103 @@ def host_stats(report):
         stats["planned_changes"] = list(report["plan"].get("changes") or [])
     if sg.get("error"):
         stats["error"] = str(sg["error"])
+    spec = _speculative_stats(sg)
+    if spec:
+        stats["speculative"] = spec
     return inert(stats)
+
+
+def _number_or_none(value):
+    """``value`` as a finite ``float`` when it is a number or a numeric string, else ``None`` (never text)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _count_or_none(value):
+    """``value`` as an ``int`` when it is a whole finite number, else ``None``."""
+    number = _number_or_none(value)
+    return int(number) if number is not None and number.is_integer() else None
+
+
+def _text_or_none(value):
+    return None if value is None else str(value)
+
+
+def _speculative_stats(sg):
+    """The speculative check in a few plain values (empty without a check or a disabled configuration).
+
+    The numbers are numbers (``None`` when the server's answer held none); the backend SGLang chose is the server's
+    text, which :func:`host_stats` makes inert like every other string it publishes."""
+    check = sg.get("speculative_check") or {}
+    off = sg.get("speculative_disabled") or {}
+    if not check and not off:
+        return {}
+    chosen = (check.get("backend") or {}).get("chosen") or {}
+    return {
+        "verdict": _text_or_none(check.get("verdict")),
+        "action": _text_or_none(check.get("action")),
+        "accept_length": _number_or_none(check.get("accept_length")),
+        "accept_length_source": _text_or_none(check.get("accept_length_source")),
+        "min_accept_length": _number_or_none(check.get("min_accept_length")),
+        "decode_tokens_per_s": _number_or_none(check.get("decode_tokens_per_s")),
+        "prompt_tokens": [_count_or_none(t) for t in check.get("prompt_tokens") or []],
+        "attention_backend": _text_or_none(chosen.get("attention_backend")),
+        "page_size": _count_or_none(chosen.get("page_size")),
+        "active_num_steps": _count_or_none(check.get("active_num_steps")),
+        "disabled": bool(off),
+        "disabled_reason": _text_or_none(off.get("reason")) if off else None,
+    }
+
+
+def _num(value, digits=2):
+    try:
+        return ("%%.%df" % digits) % float(value)
+    except (TypeError, ValueError):
+        return "-"
+
+
+def speculative_rows(sg):
+    """The report rows of the speculative check and of a speculative configuration kept off."""
+    rows = []
+    check = sg.get("speculative_check") or {}
+    if check:
+        text = "%s: acceptance length %s (%s)" % (check.get("verdict") or "?", _num(check.get("accept_length")),
+                                                  check.get("accept_length_source") or "not reported")
+        extra = []
+        if check.get("accept_length_server_info") is not None:
+            extra.append("server_info %s" % _num(check["accept_length_server_info"]))
+        if check.get("accept_length_metrics") is not None:
+            extra.append("/metrics %s" % _num(check["accept_length_metrics"]))
+        if extra:
+            text += " [%s]" % ", ".join(extra)
+        if check.get("min_accept_length") is not None:
+            text += ", floor %s (%s)" % (_num(check["min_accept_length"]), check.get("min_accept_length_rule"))
+        text += "; %s tokens/s; %s requests, prompt tokens %s" % (
+            _num(check.get("decode_tokens_per_s"), 1), check.get("requests"),
+            "/".join(str(t) for t in check.get("prompt_tokens") or []) or "-")
+        if check.get("action") not in (None, "none"):
+            text += "; action: %s" % check["action"]
+        rows.append(("Speculative check", text))
+        backend = check.get("backend") or {}
+        asked, chosen = backend.get("asked") or {}, backend.get("chosen") or {}
+        rows.append(("Attention backend (asked / chosen)", "%s, page size %s / %s, page size %s" % (
+            asked.get("attention_backend") or "left to SGLang", asked.get("page_size") or "left to SGLang",
+            _fmt(chosen.get("attention_backend")), _fmt(chosen.get("page_size")))))
+        if check.get("adaptive"):
+            rows.append(("Speculative steps (adaptive)", "%s configured, %s active%s" % (
+                _fmt(check.get("num_steps")), _fmt(check.get("active_num_steps")),
+                "" if check.get("active_num_steps_metrics") is None
+                else " (%s on /metrics)" % check["active_num_steps_metrics"])))
+    off = sg.get("speculative_disabled") or {}
+    if off:
+        rows.append(("Speculative decoding", "kept off on this host since %s: %s" % (
+            off.get("disabled_at") or "?", off.get("reason") or "low acceptance length")))
+    return rows
 
 
 def _int_or_none(value):
@@ -293,6 +395,7 @@ def host_rows(report):
     ]
     if sg.get("metrics_url"):
         rows.append(("Metrics", sg["metrics_url"]))
+    rows += speculative_rows(sg)
     if report.get("gateways"):
         rows.append(("Gateways", "; ".join(_gateway_text(row) for row in report["gateways"])))
     if "plan" in report:

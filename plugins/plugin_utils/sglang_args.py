@@ -76,6 +76,13 @@ SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DF
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 # Algorithms that keep --enable-mixed-chunk (SGLang turns it off for the others).
 MIXED_CHUNK_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "DFLASH", "DSPARK")
+# --speculative-adaptive: the algorithms that adapt (NEXTN resolves to EAGLE first) and the union of the candidate
+# steps of SGLang 0.5.23's DEFAULT_ADAPTIVE_CONFIG (srt/speculative/adaptive_spec_params.py)
+ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN")
+ADAPTIVE_DEFAULT_STEPS = (0, 1, 3, 5, 7)
+# model paths or names of the hybrid Qwen3.5 / Qwen3-Next architectures (Qwen3NextForCausalLM,
+# Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration) that SGLang's qwen3_5 override covers
+HYBRID_QWEN_MODEL = re.compile(r"qwen3(?:[._-]?5|[._-]?next)", re.IGNORECASE)
 # Common names for an algorithm that SGLang does not know under that name.
 ALGORITHM_HINTS = {
     "MTP": "NEXTN",
@@ -1113,7 +1120,7 @@ class _Config(object):
                     self.err("%s.%s" % (spec_var, key), "is only allowed together with num_steps (SGLang picks all "
                              "three itself when num_steps is unset and fails if only some are given)",
                              "set %s.num_steps as well, or remove %s" % (spec_var, key))
-        elif steps is not None and algorithm in EAGLE_FAMILY and topk is None:
+        elif steps is not None and algorithm in EAGLE_FAMILY and topk is None and not adaptive:
             self.err(spec_var + ".eagle_topk", "is required when num_steps is set for %s" % algorithm,
                      "add eagle_topk (1 for MTP) or remove num_steps to let SGLang choose")
         if algorithm in EAGLE_FAMILY and steps is not None and topk is not None:
@@ -1173,11 +1180,68 @@ class _Config(object):
             if not 0 < budget <= tokens - 1:
                 self.err(self.where("speculative_ngram_external_sam_budget"), "must be between 1 and num_draft_tokens "
                          "- 1 (%d) when an external corpus is set, got %d" % (tokens - 1, budget))
+        if adaptive:
+            self._rule_adaptive(algorithm, steps, topk, draft)
+        self._rule_hybrid_backend(algorithm)
         if self.value("max_running_requests") is None:
             self.warn(self.where("max_running_requests"), "is unset, so SGLang caps it at 48 with speculative "
                       "decoding; set it explicitly to choose")
         if self.value("enable_mixed_chunk", False) and algorithm not in MIXED_CHUNK_ALGORITHMS:
             self.warn(self.where("enable_mixed_chunk"), "SGLang turns it off for %s" % algorithm)
+
+    def _rule_adaptive(self, algorithm, steps, topk, draft):
+        """--speculative-adaptive as SGLang 0.5.23 resolves it (srt/arg_groups/speculative_hook.py,
+        _maybe_disable_adaptive and _init_adaptive_speculative_params; srt/speculative/adaptive_spec_params.py,
+        adaptive_unsupported_reason): some combinations turn it off with only a log warning, a step count outside
+        the candidate steps stops the server, and the draft tokens become num_steps + 1 whatever was set."""
+        variable = self.where("speculative_adaptive")
+        spec_var = self.var("speculative")
+        reasons = []
+        if algorithm not in ADAPTIVE_ALGORITHMS:
+            reasons.append("%s.algorithm is %s (only EAGLE, EAGLE3 and NEXTN adapt)" % (spec_var, algorithm))
+        if topk not in (None, 1):
+            reasons.append("%s.eagle_topk is %d (only 1 adapts)" % (spec_var, topk))
+        if self.value("attn_dp_size", 1) > 1 or self.value("enable_dp_attention", False):
+            reasons.append("data-parallel attention is on")
+        for dest in ("enable_multi_layer_eagle", "enable_two_batch_overlap", "enable_pdmux"):
+            if self.value(dest, False):
+                reasons.append("%s is on" % self.where(dest))
+        if reasons:
+            self.warn(variable, "SGLang 0.5.23 turns adaptive speculation off (a log warning only) because %s; the "
+                      "server then runs the static steps" % "; ".join(reasons))
+            return
+        if self.value("speculative_adaptive_config") is not None:
+            return  # the candidate steps are in that file, on the host
+        if steps is not None and steps not in ADAPTIVE_DEFAULT_STEPS:
+            self.err(spec_var + ".num_steps", "must be one of the adaptive candidate steps %s with "
+                     "speculative_adaptive (SGLang refuses to start otherwise), got %d"
+                     % (list(ADAPTIVE_DEFAULT_STEPS), steps),
+                     "set num_steps to one of them, leave it unset (SGLang starts at 3) or give "
+                     "speculative_adaptive_config")
+            return
+        start = 3 if steps is None else steps
+        if draft is not None and draft != start + 1:
+            self.err(spec_var + ".num_draft_tokens", "becomes num_steps + 1 (%d) with speculative_adaptive; SGLang "
+                     "would silently change %d to %d" % (start + 1, draft, start + 1),
+                     "set num_draft_tokens: %d or leave it unset" % (start + 1))
+
+    def _rule_hybrid_backend(self, algorithm):
+        """Hybrid (linear attention) Qwen3.5 / Qwen3-Next models: with no attention backend given, SGLang 0.5.23 picks
+        one per GPU and per speculative setting (srt/arg_groups/model_overrides/qwen3_5.py,
+        _qwen3_5_hybrid_overrides): on Blackwell (SM100) triton with page size 1 without speculation, trtllm_mha with
+        page size 64 with it (where its general default is trtllm_mha). The model's architecture is not known on the
+        controller, so its path or served name decides."""
+        if self.value("attention_backend") is not None:
+            return
+        names = " ".join(str(self.top.get(k) or "") for k in ("model_path", "served_model_name"))
+        if not HYBRID_QWEN_MODEL.search(names):
+            return
+        self.warn(self.arg_var("attention_backend"), "is unset for what looks like a hybrid Qwen3.5/Qwen3-Next model "
+                  "with %s speculation: SGLang 0.5.23 then picks the attention backend and page size itself, and "
+                  "differently with and without speculation (on Blackwell: triton, page size 1 without it, "
+                  "trtllm_mha, page size 64 with it; model_overrides/qwen3_5.py). One such silent switch halved the "
+                  "throughput of Qwen3.5-122B FP8 on B200 with MTP. Set attention_backend (and page_size) in %s, "
+                  "and compare the report's chosen backend" % (algorithm, self.var("args")))
 
     def _rule_mamba(self):
         strategy = self.value("mamba_radix_cache_strategy")
@@ -1305,6 +1369,9 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
         the resolved P2P mode, ``on`` or ``off``.
     ``warnings``
         as ``server_config_warnings``.
+    ``requested_backend``
+        ``attention_backend``, ``prefill_attention_backend``, ``decode_attention_backend`` and ``page_size`` as
+        configured, None where SGLang is left to choose.
 
     Raises ``SGLangConfigError`` (a ``ValueError``) listing every problem when ``cfg`` does not validate.
     """
@@ -1366,6 +1433,9 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
         "env_file": env_file,
         "p2p": config.p2p,
         "warnings": list(config.warnings),
+        # what the inventory asked for (None: left to SGLang), for the report next to what SGLang chose
+        "requested_backend": {dest: config.value(dest) for dest in (
+            "attention_backend", "prefill_attention_backend", "decode_attention_backend", "page_size")},
     }
 
 

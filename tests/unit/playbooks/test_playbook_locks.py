@@ -64,13 +64,19 @@ def role_of(task):
     return None
 
 
-def timeouts(role, *files, variables):
-    """Sum of the wait_for_endpoint timeouts of a role's task files, rendered with the given variables."""
+WAIT = "llmserve.sglang.wait_for_endpoint"
+# the speculative check after the smoke test (issue 25)
+CHECK = "llmserve.sglang.speculative_check"
+
+
+def timeouts(role, *files, variables, modules=(WAIT, CHECK)):
+    """Sum of the timeouts of a role's task files' waits and speculative checks, rendered with the given variables."""
     total = 0.0
     for name in files:
         for task in load("roles", role, "tasks", name):
-            if "llmserve.sglang.wait_for_endpoint" in task:
-                total += render(str(task["llmserve.sglang.wait_for_endpoint"]["timeout"]), variables)
+            for module in modules:
+                if module in task:
+                    total += render(str(task[module]["timeout"]), variables)
     return total
 
 
@@ -81,6 +87,9 @@ SCENARIOS = {
                            "sglang_server_timeout_stop_sec": 300, "iommu_preflight_p2p_timeout": 120,
                            "iommu_preflight_p2p_test": True},
     "short margin": {"sglang_lock_lease": 60, "sglang_lock_install_seconds": 600},
+    # a low acceptance length deploys once more without speculation
+    "speculation off when low": {"sglang_server_speculative_on_low": "disable",
+                                 "sglang_server_speculative_check_timeout": 900},
 }
 
 
@@ -231,11 +240,19 @@ def test_site_leases_outlast_each_phase(scenario):
     waits = timeouts("sglang_server", "verify.yml", "restore.yml", variables=change_vars)
     install = float(change_vars.get("sglang_lock_install_seconds", 1800))
     assert retake >= install + 2 * change_vars["sglang_server_timeout_stop_sec"] + waits + margin
-    # renewed right before the swap and the restart (after the install): the restart, the verification, a rollback
+    # renewed right before the swap and the restart (after the install): the restart, the verification (with the
+    # speculative check), a rollback
     assert deploy >= 2 * change_vars["sglang_server_timeout_stop_sec"] + waits + margin
+    assert timeouts("sglang_server", "verify.yml", variables=change_vars, modules=(CHECK,)) \
+        == change_vars["sglang_server_speculative_check_timeout"]
+    if change_vars["sglang_server_speculative_on_low"] == "disable":
+        # and one more deployment without speculation (no check then), which may roll back in turn
+        again = change_vars["sglang_server_timeout_stop_sec"] + timeouts(
+            "sglang_server", "verify.yml", variables=change_vars, modules=(WAIT,))
+        assert deploy >= 2 * change_vars["sglang_server_timeout_stop_sec"] + waits + again + margin
     assert rejoin >= margin
     if scenario == "defaults":
-        assert (take, drain, driver, retake, deploy, rejoin) == (1200, 300, 300, 4380, 2580, 300), \
+        assert (take, drain, driver, retake, deploy, rejoin) == (1200, 300, 300, 4680, 2880, 300), \
             "the documented default leases"
     # with two gateways: each one's drain before the driver phase, each one's wait for the host after SGLang
     gateways = dict(change_vars, groups={"sglang_gateways": ["gw1", "gw2"]}, sglang_gateway_drain_timeout=900,

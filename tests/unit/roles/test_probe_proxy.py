@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The roles and playbooks reach their own servers, gateways and workers directly: every request task they run
-(llmserve.sglang.wait_for_endpoint, llmserve.sglang.gateway_worker) says use_proxy: false, so an http_proxy in the
-host's environment never sees a probe or its API key (issue 24 #2)."""
+(llmserve.sglang.wait_for_endpoint, llmserve.sglang.gateway_worker, llmserve.sglang.speculative_check) says
+use_proxy: false, so an http_proxy in the host's environment never sees a probe or its API key (issue 24 #2)."""
 
 import glob
 import os
@@ -11,7 +11,8 @@ import os
 import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-REQUEST_MODULES = ("llmserve.sglang.wait_for_endpoint", "llmserve.sglang.gateway_worker")
+REQUEST_MODULES = ("llmserve.sglang.wait_for_endpoint", "llmserve.sglang.gateway_worker",
+                   "llmserve.sglang.speculative_check")
 
 
 def _tasks(node):

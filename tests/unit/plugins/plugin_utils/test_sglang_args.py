@@ -971,3 +971,77 @@ def test_dedicated_variables_take_their_type_from_the_table(monkeypatch):
     monkeypatch.setattr(sglang_args, "FLAGS", flags)
     assert errors_for(cfg(tp_size=4)) == []
     assert_error(cfg(tp_size=8, gpus=[0, 1, 2, 3, 4, 5, 6, 7]), "sglang_server_tp_size", "not a valid value for --tp-size")
+
+
+# ---- speculative decoding that SGLang 0.5.23 quietly changes: the hybrid Qwen3.5 backend, adaptive speculation ----
+
+def test_hybrid_qwen_with_speculation_and_no_attention_backend_warns():
+    # srt/arg_groups/model_overrides/qwen3_5.py picks the backend per speculative setting when none is given
+    warnings = server_config_warnings(cfg())
+    hits = [w for w in warnings if "hybrid Qwen3.5/Qwen3-Next" in w]
+    assert len(hits) == 1 and hits[0].startswith("sglang_server_args.attention_backend: is unset")
+    assert "model_overrides/qwen3_5.py" in hits[0]
+    for name in ("/models/Qwen3-Next-80B-A3B-Instruct", "Qwen/Qwen3_5-27B", "qwen3.5-moe"):
+        assert any("hybrid Qwen3.5" in w for w in server_config_warnings(cfg(model_path=name, served_model_name=None)))
+
+
+@pytest.mark.parametrize("changes", [
+    {"args": {"max_running_requests": 64, "attention_backend": "triton"}},
+    {"speculative": {}},
+    {"model_path": "/models/Qwen3-32B", "served_model_name": "qwen3-32b"},
+])
+def test_no_hybrid_warning_with_a_backend_without_speculation_or_for_other_models(changes):
+    assert not any("hybrid Qwen3.5" in w for w in server_config_warnings(cfg(**changes)))
+
+
+def _adaptive(spec=None, **args):
+    # the whole speculative dict is replaced, not merged into BASE's
+    spec = dict({key: _DROP for key in BASE["speculative"]}, **(spec or {"algorithm": "NEXTN", "num_steps": 3}))
+    return cfg(speculative=spec,
+               args=dict({"max_running_requests": 64, "attention_backend": "fa3", "speculative_adaptive": True}, **args))
+
+
+def test_adaptive_nextn_with_steps_and_no_topk_is_valid():
+    # SGLang sets eagle_topk 1 and num_draft_tokens num_steps + 1 itself under --speculative-adaptive
+    assert validate_server_config(_adaptive()) == []
+    assert validate_server_config(_adaptive({"algorithm": "NEXTN"})) == []
+    assert not any("adaptive" in w for w in server_config_warnings(_adaptive()))
+
+
+def test_adaptive_steps_must_be_a_candidate_step():
+    errors = validate_server_config(_adaptive({"algorithm": "NEXTN", "num_steps": 4}))
+    assert len(errors) == 1 and errors[0].startswith(
+        "sglang_server_speculative.num_steps: must be one of the adaptive candidate steps [0, 1, 3, 5, 7] with "
+        "speculative_adaptive (SGLang refuses to start otherwise), got 4")
+    # a config file of its own names other candidates, on the host: not judged here
+    assert validate_server_config(_adaptive({"algorithm": "NEXTN", "num_steps": 4},
+                                            speculative_adaptive_config="/etc/sglang/adaptive.json")) == []
+
+
+def test_adaptive_draft_tokens_become_steps_plus_one():
+    errors = validate_server_config(_adaptive({"algorithm": "NEXTN", "num_steps": 5, "num_draft_tokens": 4}))
+    assert len(errors) == 1 and "becomes num_steps + 1 (6) with speculative_adaptive" in errors[0]
+    errors = validate_server_config(_adaptive({"algorithm": "NEXTN", "num_draft_tokens": 6}))
+    assert len(errors) == 1 and "becomes num_steps + 1 (4)" in errors[0]
+
+
+@pytest.mark.parametrize("spec, args, why", [
+    ({"algorithm": "NGRAM"}, {}, "algorithm is NGRAM (only EAGLE, EAGLE3 and NEXTN adapt)"),
+    ({"algorithm": "EAGLE", "num_steps": 3, "eagle_topk": 2, "num_draft_tokens": 6,
+      "draft_model_path": "/models/draft"}, {}, "eagle_topk is 2 (only 1 adapts)"),
+    ({"algorithm": "NEXTN", "num_steps": 3}, {"attn_dp_size": 2, "dp_size": 2}, "data-parallel attention is on"),
+    ({"algorithm": "NEXTN", "num_steps": 3}, {"enable_multi_layer_eagle": True}, "enable_multi_layer_eagle is on"),
+    ({"algorithm": "NEXTN", "num_steps": 3}, {"enable_two_batch_overlap": True}, "enable_two_batch_overlap is on"),
+    ({"algorithm": "NEXTN", "num_steps": 3}, {"enable_pdmux": True}, "enable_pdmux is on"),
+])
+def test_adaptive_combinations_sglang_switches_off_warn(spec, args, why):
+    warnings = [w for w in server_config_warnings(_adaptive(spec, **args)) if "adaptive speculation off" in w]
+    assert len(warnings) == 1 and why in warnings[0], server_config_warnings(_adaptive(spec, **args))
+    assert warnings[0].startswith("sglang_server_args.speculative_adaptive: SGLang 0.5.23 turns")
+
+
+def test_render_reports_the_backend_asked_for():
+    out = render_server_argv(cfg(args={"max_running_requests": 64, "attention-backend": "fa3", "page_size": 16}))
+    assert out["requested_backend"] == {"attention_backend": "fa3", "prefill_attention_backend": None,
+                                        "decode_attention_backend": None, "page_size": 16}
+    assert render_server_argv(cfg())["requested_backend"]["attention_backend"] is None

@@ -30,6 +30,8 @@ from sglang.srt.standin_parser_actions import ACTIONS
 # names SGLang 0.5.23 resolves (NEXTN is rewritten to EAGLE)
 SPECULATIVE_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO", "FROZEN_KV_MTP")
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "STANDALONE")
+# the union of the candidate steps of SGLang 0.5.23's default adaptive config
+ADAPTIVE_STEPS = (0, 1, 3, 5, 7)
 
 _HUMAN = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kKMGT]i?)?\s*$")
 _HUMAN_FACTORS = {"k": 10 ** 3, "K": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12,
@@ -168,6 +170,8 @@ class ServerArgs(object):
             if self.max_running_requests is None:
                 self.max_running_requests = 48
                 _log("Max running requests is reset to 48 for speculative decoding (stand-in).")
+            if self.speculative_adaptive:
+                self._resolve_adaptive(algo)
             if algo in EAGLE_FAMILY:
                 if self.speculative_num_steps is None:
                     assert self.speculative_eagle_topk is None and self.speculative_num_draft_tokens is None
@@ -186,6 +190,31 @@ class ServerArgs(object):
         if self.api_key and (self.tokenizer_worker_num or 1) > 1:
             raise AssertionError("--api-key is not supported with --tokenizer-worker-num > 1")
         return self
+
+    def _resolve_adaptive(self, algo):
+        """SGLang 0.5.23's --speculative-adaptive: turned off (a warning) where it cannot run, else topk 1, the step
+        count one of the default candidate steps (3 when unset) and num_steps + 1 draft tokens."""
+        reason = None
+        if algo not in ("EAGLE", "EAGLE3"):
+            reason = "speculative_algorithm=%s (only EAGLE/EAGLE3 are supported)" % algo
+        elif self.speculative_eagle_topk not in (None, 1):
+            reason = "speculative_eagle_topk=%s (only topk=1 is supported)" % self.speculative_eagle_topk
+        elif (self.attn_dp_size or 1) > 1 or self.enable_dp_attention:
+            reason = "attention DP is not supported"
+        elif self.enable_multi_layer_eagle or self.enable_two_batch_overlap or self.enable_pdmux:
+            reason = "enable_multi_layer_eagle, enable_two_batch_overlap and enable_pdmux are not supported"
+        if reason:
+            _log("speculative_adaptive disabled: %s. Falling back to static speculative params." % reason)
+            self.speculative_adaptive = False
+            return
+        if self.speculative_eagle_topk is None:
+            self.speculative_eagle_topk = 1
+        if self.speculative_num_steps is None:
+            self.speculative_num_steps = ADAPTIVE_STEPS[len(ADAPTIVE_STEPS) // 2]
+        if self.speculative_adaptive_config is None and self.speculative_num_steps not in ADAPTIVE_STEPS:
+            raise ValueError("--speculative-num-steps=%s is not in the adaptive config candidate_steps %s. "
+                             "Pass one of those values." % (self.speculative_num_steps, list(ADAPTIVE_STEPS)))
+        self.speculative_num_draft_tokens = self.speculative_num_steps + 1
 
     def resolved_dict(self):
         return {dest: getattr(self, dest) for dest in DEFAULTS}

@@ -91,6 +91,80 @@ class Timings(object):
         self.fail = fail if fail in ("warmup", "load") else None
 
 
+class Speculation(object):
+    """How the made-up model answers and how its speculative decoding fares: environment first, then ``standin_*``
+    keys of --json-model-override-args (the same order as ``Timings``).
+
+    ``answer_tokens``: tokens before EOS (``LLMSERVE_STANDIN_ANSWER_TOKENS``, default 2: " Paris."). With
+    speculation on, ``accept_length`` (``LLMSERVE_STANDIN_ACCEPT_LENGTH``, default the step count) is what each
+    verify forward yields, at most ``num_steps + 1``; ``attention_backend``/``page_size`` are what the server reports
+    when the command line names none (``LLMSERVE_STANDIN_ATTENTION_BACKEND``, default triton, and
+    ``LLMSERVE_STANDIN_PAGE_SIZE``, default 1), and ``spec_attention_backend`` ("name" or "name:page_size",
+    ``LLMSERVE_STANDIN_SPEC_ATTENTION_BACKEND``) replaces them once speculation is on, as SGLang does by itself for
+    hybrid Qwen3.5 models on Blackwell.
+    """
+
+    def __init__(self, server_args):
+        overrides = server_args.model_overrides()
+        args = server_args
+
+        def pick(key, env, default):
+            return overrides.get(key, os.environ.get(env) or default)
+
+        try:
+            self.answer_tokens = int(pick("standin_answer_tokens", "LLMSERVE_STANDIN_ANSWER_TOKENS", EOS_AFTER))
+            steps = int(args.speculative_num_steps or 0)
+            self.on = bool(args.speculative_algorithm)
+            accept = float(pick("standin_accept_length", "LLMSERVE_STANDIN_ACCEPT_LENGTH", max(1, steps)))
+            self.page_size = int(pick("standin_page_size", "LLMSERVE_STANDIN_PAGE_SIZE", 1))
+        except (TypeError, ValueError) as exc:
+            raise SystemExit("stand-in speculation settings: %s" % exc)
+        if self.answer_tokens < 1 or accept < 1.0 or math.isnan(accept):
+            raise SystemExit("stand-in: the answer needs 1 token or more and the acceptance length 1 or more")
+        self.adaptive = bool(getattr(args, "speculative_adaptive", False))
+        # a verify yields at most one token per step plus the bonus; adaptive may go up to its largest candidate (7)
+        ceiling = 8.0 if self.adaptive else steps + 1.0
+        self.accept_length = min(accept, ceiling) if steps else accept
+        self.num_steps = steps
+        self.draft_tokens = int(args.speculative_num_draft_tokens or (steps + 1))
+        self.attention_backend = str(pick("standin_attention_backend", "LLMSERVE_STANDIN_ATTENTION_BACKEND", "triton"))
+        switch = str(pick("standin_spec_attention_backend", "LLMSERVE_STANDIN_SPEC_ATTENTION_BACKEND", ""))
+        if self.on and switch and args.attention_backend is None:
+            name, _sep, page = switch.partition(":")
+            self.attention_backend = name
+            if page:
+                self.page_size = int(page)
+        if args.attention_backend is not None:
+            self.attention_backend = args.attention_backend
+        if args.page_size is not None:
+            self.page_size = int(args.page_size)
+        self.lock = threading.Lock()
+        self.total_tokens = 0
+        self.total_forwards = 0
+
+    def active_steps(self):
+        """The step count in use: the configured one, or with --speculative-adaptive the candidate step the
+        acceptance supports (a crude model of SGLang's EMA: one step beyond the accepted drafts)."""
+        if not self.adaptive:
+            return self.num_steps
+        wanted = int(round(self.accept_length - 1)) + 1
+        return max([s for s in (1, 3, 5, 7) if s <= wanted] or [1])
+
+    def verify(self, tokens):
+        """``(verify forwards, correct drafts)`` for a request that produced ``tokens`` tokens."""
+        if not self.on or tokens <= 0:
+            return 0, 0
+        forwards = max(1, int(math.ceil(tokens / self.accept_length - 1e-9)))
+        with self.lock:
+            self.total_tokens += tokens
+            self.total_forwards += forwards
+        return forwards, max(0, tokens - forwards)
+
+    def cumulative(self):
+        with self.lock:
+            return round(self.total_tokens / self.total_forwards, 4) if self.total_forwards else None
+
+
 class EventLog(object):
     def __init__(self, path):
         self.path = path
@@ -129,6 +203,7 @@ class StandinServer(object):
     def __init__(self, server_args):
         self.args = server_args
         self.timings = Timings(server_args)
+        self.spec = Speculation(server_args)
         self.status = STARTING
         self.gracefully_exit = False
         self.events = EventLog(os.environ.get("LLMSERVE_STANDIN_EVENT_LOG"))
@@ -306,6 +381,16 @@ class StandinServer(object):
                  "# HELP sglang:num_queue_reqs The number of requests in the waiting queue.",
                  "# TYPE sglang:num_queue_reqs gauge",
                  "sglang:num_queue_reqs{%s} 0.0" % labels]
+        if self.spec.on:
+            # SGLang sets these at its decode log interval; the stand-in reports its running figures
+            accept = self.spec.cumulative() or 0.0
+            rate = (accept - 1.0) / max(1, self.spec.draft_tokens - 1) if accept else 0.0
+            for name, text, value in (
+                    ("spec_accept_length", "Mean acceptance length of speculative decoding.", accept),
+                    ("spec_accept_rate", "Speculative acceptance rate.", rate),
+                    ("spec_num_steps", "Currently active speculative_num_steps.", self.spec.active_steps())):
+                lines += ["# HELP sglang:%s %s" % (name, text), "# TYPE sglang:%s gauge" % name,
+                          "sglang:%s{%s} %s" % (name, labels, float(value))]
         return "\n".join(lines) + "\n"
 
     def server_info(self):
@@ -313,11 +398,20 @@ class StandinServer(object):
         info["launch_command"] = self.args.launch_command
         info["version"] = __version__
         info["status"] = self.status
-        info["internal_states"] = [{
+        # what resolution chose where the command line named nothing (SGLang always reports a concrete backend)
+        info["attention_backend"] = self.spec.attention_backend
+        info["page_size"] = self.spec.page_size
+        state = {
             "last_gen_throughput": 0.0,
             "memory_usage": {"weight": 0.0, "kvcache": 0.0, "token_capacity": self.context_length()},
-            "avg_spec_accept_length": 1.0 if self.args.speculative_algorithm else None,
-        }]
+            "attention_backend": self.spec.attention_backend,
+            "page_size": self.spec.page_size,
+            "speculative_num_steps": self.spec.active_steps() if self.spec.on else self.args.speculative_num_steps,
+        }
+        # SGLang leaves the key out until the first decode stats were logged
+        if self.spec.cumulative() is not None:
+            state["avg_spec_accept_length"] = self.spec.cumulative()
+        info["internal_states"] = [state]
         return info
 
 
@@ -339,9 +433,14 @@ IGNORE_EOS_DEFAULT = 128  # SGLang's default max_new_tokens
 MAX_TOKENS = 100000
 
 
-def _requested_tokens(path, request):
+def _prompt_tokens(text):
+    """A made-up token count of a prompt: its words, plus one for the BOS token."""
+    return len(text.split()) + 1 if isinstance(text, str) else 6
+
+
+def _requested_tokens(path, request, eos_after=EOS_AFTER):
     """``(tokens, problem)``: how many tokens the stand-in decodes for the request, with SGLang's field names per
-    route: at most two (then EOS), or the whole ``max_new_tokens``/``max_tokens`` with ``ignore_eos``."""
+    route: at most ``eos_after`` (then EOS), or the whole ``max_new_tokens``/``max_tokens`` with ``ignore_eos``."""
     if path == "/generate":
         params = request.get("sampling_params") or {}
         if not isinstance(params, dict):
@@ -361,7 +460,7 @@ def _requested_tokens(path, request):
         break
     if params.get("ignore_eos") is True:
         return (IGNORE_EOS_DEFAULT if limit is None else limit), None
-    return (EOS_AFTER if limit is None else min(limit, EOS_AFTER)), None
+    return (eos_after if limit is None else min(limit, eos_after)), None
 
 
 class _Server(ThreadingHTTPServer):
@@ -473,10 +572,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(400, {"error": {"message": "request body is not JSON"}})
         if not isinstance(request, dict):
             return self._send(400, {"error": {"message": "request body must be a JSON object"}})
-        tokens, problem = _requested_tokens(path, request)
+        tokens, problem = _requested_tokens(path, request, self.standin.spec.answer_tokens)
         if problem:
             return self._send(400, {"error": {"message": problem}})
         s = self.standin
+        began = time.monotonic()
         s.track(+1)
         try:
             time.sleep(tokens * s.timings.token)  # decoding
@@ -484,9 +584,17 @@ class _Handler(BaseHTTPRequestHandler):
             s.track(-1)
         text = "".join(_WORDS[i % len(_WORDS)] for i in range(tokens))
         if path == "/generate":
-            return self._send(200, {"text": text, "meta_info": {
-                "id": "standin-%d" % int(time.time() * 1000), "finish_reason": {"type": "length", "length": tokens},
-                "prompt_tokens": 6, "completion_tokens": tokens, "cached_tokens": 0}})
+            meta = {"id": "standin-%d" % int(time.time() * 1000), "finish_reason": {"type": "length", "length": tokens},
+                    "prompt_tokens": _prompt_tokens(request.get("text")), "completion_tokens": tokens,
+                    "cached_tokens": 0, "e2e_latency": round(time.monotonic() - began, 6)}
+            forwards, correct = s.spec.verify(tokens)
+            if forwards:
+                # SGLang 0.5.23's _calculate_spec_decoding_metrics (tokenizer_manager.py)
+                proposed = forwards * (s.spec.draft_tokens - 1)
+                meta.update(spec_verify_ct=forwards, spec_accept_length=tokens / forwards,
+                            spec_num_correct_drafts=correct, spec_num_proposed_drafts=proposed,
+                            spec_accept_rate=(correct / proposed) if proposed else 0.0)
+            return self._send(200, {"text": text, "meta_info": meta})
         usage = {"prompt_tokens": 6, "completion_tokens": tokens, "total_tokens": 6 + tokens}
         if path == "/v1/completions":
             return self._send(200, {"id": "cmpl-standin", "object": "text_completion", "created": int(time.time()),
