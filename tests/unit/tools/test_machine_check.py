@@ -26,9 +26,10 @@ def good_machine(**changes):
         "euid": 0,
         "os_release": {"ID": "debian", "VERSION_ID": "12", "PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)"},
         "python312": "/root/.pyenv/versions/3.12.1/bin/python3.12",
-        "disks": {"cache": {"path": "/var/cache/llmserve", "checked": "/var/cache", "free": 80 * GIB, "warm": False},
+        "disks": {"cache": {"path": "/var/cache/llmserve", "checked": "/var/cache", "free": 80 * GIB, "warm": False,
+                            "device": 1},
                   "podman storage": {"path": "/var/lib/containers", "checked": "/var/lib", "free": 80 * GIB,
-                                     "warm": False}},
+                                     "warm": False, "device": 2}},
         "loopback_error": None,
         "checkout": "/root/src/llmserve.sglang",
         "checkout_is_git": True,
@@ -72,22 +73,35 @@ def test_each_missing_assumption_is_one_line_naming_it(changes, expected):
 
 def test_disk_need_depends_on_what_was_built_before():
     low = good_machine()
-    low["disks"]["podman storage"]["free"] = 5 * GIB
+    low["disks"]["podman storage"]["free"] = 11 * GIB
     problems = machine_check.evaluate(low, "test")
-    assert problems == ["too little free disk for the podman storage: 5.0 GiB free on the filesystem of /var/lib, "
-                        "make test needs 8.0 GiB there (nothing built yet); free some (podman system prune) or give "
-                        "/var/lib/containers more room"]
+    assert problems == ["too little free disk for the podman storage: 11.0 GiB free on the filesystem of /var/lib, "
+                        "make test needs 12.0 GiB there (podman storage nothing built yet); free some (podman system "
+                        "prune) or give /var/lib/containers more room"]
     low["disks"]["podman storage"]["warm"] = True
     assert machine_check.evaluate(low, "test") == []
-    low["disks"]["cache"].update(free=2 * GIB, warm=True)
+    low["disks"]["cache"].update(free=1 * GIB, warm=True)
     assert machine_check.evaluate(low, "demo") == [
-        "too little free disk for the cache: 2.0 GiB free on the filesystem of /var/cache, make demo needs 3.0 GiB "
-        "there (built before); free some or point LLMSERVE_CACHE at a larger filesystem"]
+        "too little free disk for the cache: 1.0 GiB free on the filesystem of /var/cache, make demo needs 2.0 GiB "
+        "there (cache built before); free some or point LLMSERVE_CACHE at a larger filesystem"]
+
+
+def test_one_filesystem_for_both_must_hold_both():
+    shared = good_machine()
+    for disk in shared["disks"].values():
+        disk.update(device=7, free=20 * GIB)
+    # 10 GiB for the cache and 12 for podman: each fits alone, not both
+    problems = machine_check.evaluate(shared, "test")
+    assert len(problems) == 1
+    assert problems[0].startswith("too little free disk for the cache and the podman storage (one filesystem): "
+                                  "20.0 GiB free on the filesystem of /var/cache, make test needs 22.0 GiB there")
+    shared["disks"]["cache"]["warm"] = True
+    assert machine_check.evaluate(shared, "test") == []
 
 
 def test_an_unreadable_filesystem_is_named():
     facts = good_machine()
-    facts["disks"]["cache"].update(free=None, error="[Errno 13] Permission denied")
+    facts["disks"]["cache"].update(free=None, error="[Errno 13] Permission denied", device="cache")
     assert machine_check.evaluate(facts) == [
         "cannot read free disk for the cache at /var/cache/llmserve: [Errno 13] Permission denied"]
 
