@@ -26,6 +26,7 @@ import yaml
 
 from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_gateway import smg_stub
 from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_server import systemd_syntax as sd
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path as _collections_path
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_gateway")
@@ -84,13 +85,6 @@ FAILING = {
                             "shown)",
     "nul_in_arg": "sglang_gateway_args.model_alias: contains a control character (NUL at offset 3)",
 }
-
-
-def _collections_path():
-    tree = os.environ.get("LLMSERVE_PYTEST_TREE")
-    if not tree or not os.path.isdir(os.path.join(tree, "ansible_collections", "llmserve", "sglang")):
-        pytest.skip("collection link tree not found (run from the repository root, which has the conftest)")
-    return tree
 
 
 def _inventory():

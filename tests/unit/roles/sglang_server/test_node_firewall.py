@@ -23,18 +23,12 @@ import uuid
 import pytest
 
 from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_server import systemd_syntax as sd
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path as _collections_path
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_server")
 NFT = shutil.which("nft") or "/usr/sbin/nft"
 HOSTS = {"mn": {"mn-0": "10.9.0.1", "mn-1": "10.9.0.2"}, "mnoff": {"off-0": "10.9.1.1", "off-1": "10.9.1.2"}}
-
-
-def _collections_path():
-    tree = os.environ.get("LLMSERVE_PYTEST_TREE")
-    if not tree or not os.path.isdir(os.path.join(tree, "ansible_collections", "llmserve", "sglang")):
-        pytest.skip("collection link tree not found (run from the repository root, which has the conftest)")
-    return tree
 
 
 def _inventory():

@@ -19,6 +19,7 @@ import sys
 
 import pytest
 import yaml
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path as _collections_path
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLES = os.path.join(ROOT, "roles")
@@ -27,13 +28,6 @@ PROXY_PASS = "pr0xy-Pass-77aa"
 INDEX = "https://deploy:%s@127.0.0.1:9/simple" % TOKEN
 # pip gives up at once: no retries, and nothing listens on port 9
 EXTRA = ["--retries", "0", "--timeout", "1", "--proxy", "proxyuser:%s@127.0.0.1:9" % PROXY_PASS]
-
-
-def _collections_path():
-    tree = os.environ.get("LLMSERVE_PYTEST_TREE")
-    if not tree or not os.path.isdir(os.path.join(tree, "ansible_collections", "llmserve", "sglang")):
-        pytest.skip("collection link tree not found (run from the repository root, which has the conftest)")
-    return tree
 
 
 def _run(out, plays):

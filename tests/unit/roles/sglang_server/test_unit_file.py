@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_server import systemd_syntax as sd
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path as _collections_path
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_server")
@@ -109,13 +110,6 @@ FAILING = {
 }
 TEMPLATES = ("sglang.service", "sglang.env", "config.yaml")
 URLS = "{{ {'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url | default('(undefined)')} | to_json }}"
-
-
-def _collections_path():
-    tree = os.environ.get("LLMSERVE_PYTEST_TREE")
-    if not tree or not os.path.isdir(os.path.join(tree, "ansible_collections", "llmserve", "sglang")):
-        pytest.skip("collection link tree not found (run from the repository root, which has the conftest)")
-    return tree
 
 
 def _play(name, overrides, out):
