@@ -127,6 +127,12 @@ def test_report_files_hold_the_expected_values():
         assert entry["sglang"]["tp_size"] == 4
         assert entry["sglang"]["smoke"] == "passed"
         assert entry["sglang"]["restarted"] is True and entry["sglang"]["time_to_ready"] > 0
+        # the speculative check after the smoke test: the stand-in's 2-token answers take one verify step each
+        check = entry["sglang"]["speculative_check"]
+        assert check["verdict"] == "pass" and check["accept_length"] == 2.0 and check["min_accept_length"] == 1.75
+        assert check["decode_tokens_per_s"] > 0 and len(check["prompt_tokens"]) == 4
+        assert check["backend"]["chosen"] == {"attention_backend": "triton", "prefill_attention_backend": None,
+                                              "decode_attention_backend": None, "page_size": 1}
     for entry in idempotence["hosts"]:
         assert entry["sglang"]["restarted"] is False
     md = sorted((pathlib.Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "reports").glob("*/report.md"))[0]
