@@ -66,6 +66,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import
     serves_tls,
     url_path_problem,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool, as_int, blank
 
 PREFIX = "sglang_gateway_"
 SMG_VERSION = "1.13.0"
@@ -131,7 +132,6 @@ _FLAG_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 _HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                        r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 _BEARER = re.compile(r"[\x21-\x7e]+")
-_INT_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
 _NEGATIVE_NUMBER = re.compile(r"-[0-9]+(?:\.[0-9]+)?")
 _UNSET = object()
 
@@ -145,26 +145,9 @@ class GatewayConfigError(ValueError):
             "invalid SGLang gateway configuration:\n- " + "\n- ".join(self.errors))
 
 
-def _blank(value):
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
 def _as_int(value):
-    if isinstance(value, bool):
-        return _UNSET
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
-        return int(value.strip())
-    return _UNSET
-
-
-def _as_bool(value):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
-        return value.strip().lower() in ("true", "yes", "on", "1")
-    return _UNSET
+    # 18 digits: an integer smg's settings (u64/usize) can hold, whatever the digits
+    return as_int(value, _UNSET, digits=18)
 
 
 def _shown(text, limit=100):
@@ -313,7 +296,7 @@ class _Check(object):
     def _text(self, key, required=True):
         value = self.cfg.get(key)
         variable = PREFIX + key
-        if _blank(value):
+        if blank(value):
             if required:
                 self.err(variable, "must be set")
             return None
@@ -342,7 +325,7 @@ class _Check(object):
         value = self.cfg.get(key)
         if value is None:
             return default
-        parsed = _as_bool(value)
+        parsed = as_bool(value, _UNSET)
         if parsed is _UNSET:
             self.err(PREFIX + key, "must be true or false, got %s" % _describe(value))
             return default
@@ -362,7 +345,7 @@ class _Check(object):
     def _secret(self, key, min_length=1):
         value = self.cfg.get(key)
         variable = PREFIX + key
-        if _blank(value):
+        if blank(value):
             return None
         if not isinstance(value, str):
             self.err(variable, "must be a string, got %s (value not shown)" % type(value).__name__)
@@ -579,7 +562,7 @@ class _Check(object):
             return True
         mine = self.cfg.get("gateway_address")
         theirs = worker.get("ansible_host")
-        return not _blank(mine) and not _blank(theirs) and str(mine).strip() == str(theirs).strip()
+        return not blank(mine) and not blank(theirs) and str(mine).strip() == str(theirs).strip()
 
     def _check_workers(self):
         group = self.cfg.get("workers_group")
@@ -606,7 +589,7 @@ class _Check(object):
             self.workers.append(entry)
 
     def _worker(self, position, worker):
-        if not isinstance(worker, dict) or _blank(worker.get("name")) or not isinstance(worker.get("name"), str):
+        if not isinstance(worker, dict) or blank(worker.get("name")) or not isinstance(worker.get("name"), str):
             self.err(PREFIX + "workers_group", "worker %d is not a dict with a 'name'" % position)
             return None
         name = _shown(worker["name"], 60)
@@ -615,7 +598,7 @@ class _Check(object):
             return "hostvars['%s'].%s" % (name, field)
 
         host = worker.get("host")
-        if _blank(host):
+        if blank(host):
             host = WORKER_DEFAULT_HOST
         if not isinstance(host, str) or _ip(host) is None:
             self.err(var("sglang_server_host"), "must be an IP address (the worker binds it), got %s"
@@ -657,7 +640,7 @@ class _Check(object):
     def _reachable_address(self, name, var, bind, worker):
         """The address at which a wildcard-bound worker is reached: ansible_host, else its default address."""
         explicit = worker.get("ansible_host")
-        if not _blank(explicit):
+        if not blank(explicit):
             if not isinstance(explicit, str) or control_problem(explicit):
                 self.err(var("ansible_host"), "must be a host name or an IP address, got %s" % _describe(explicit))
                 return None
@@ -678,7 +661,7 @@ class _Check(object):
             candidates.insert(0, ("ipv6", "ansible_facts.default_ipv6.address"))
         for key, fact in candidates:
             value = worker.get(key)
-            if _blank(value):
+            if blank(value):
                 continue
             parsed = resolver_address(value) if _ip(value) is not None else None
             if parsed is None:
@@ -701,7 +684,7 @@ class _Check(object):
         explicit = self._secret("worker_api_key")
         worker_keys = {}
         for worker in self.cfg.get("workers") or []:
-            if not isinstance(worker, dict) or _blank(worker.get("api_key")):
+            if not isinstance(worker, dict) or blank(worker.get("api_key")):
                 continue
             name = _shown(worker.get("name"), 60)
             value = worker.get("api_key")
@@ -724,7 +707,7 @@ class _Check(object):
         elif worker_keys:
             key = next(iter(worker_keys))
             keyless = [_shown(w.get("name"), 60) for w in self.cfg.get("workers") or []
-                       if isinstance(w, dict) and _blank(w.get("api_key"))]
+                       if isinstance(w, dict) and blank(w.get("api_key"))]
             if keyless:
                 self.warn(PREFIX + "worker_api_key", "%s set no sglang_server_api_key; the gateway sends them the "
                           "other workers' key" % ", ".join(keyless))

@@ -11,21 +11,11 @@
 
 from __future__ import annotations
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int
+
 
 class RangeSpecError(ValueError):
     """The rule table itself is malformed (a bug in the role, not in the inventory)."""
-
-
-def _as_int(value):
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    return None
 
 
 def range_problems(rules):
@@ -39,7 +29,7 @@ def range_problems(rules):
             raise RangeSpecError("%s: the rule must be [value, minimum, maximum] with integer bounds, got %r"
                                  % (name, rule))
         value, low, high = rule
-        number = _as_int(value)
+        number = as_int(value, floats=True)
         if number is None or not low <= number <= high:
             shown = repr(value) if isinstance(value, str) else str(value)
             problems.append("%s: must be an integer from %d to %d, got %s" % (name, low, high, shown[:80]))

@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import posixpath
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool
+
 ACCOUNT_COMMENT = "llmserve.sglang service account"
 UNIT_MARKER = "Documentation=https://github.com/llmserve/sglang"
 OWN_UNIT_DIR = "/etc/systemd/system"
@@ -104,14 +106,6 @@ def directory_problem(path, system_only=False):
     return None
 
 
-def _as_bool(value):
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
-        return value.strip().lower() in ("true", "yes", "on", "1")
-    return None
-
-
 class _Rules(object):
     def __init__(self, spec, state):
         if not isinstance(spec, dict):
@@ -127,7 +121,7 @@ class _Rules(object):
         self.errors.append("%s%s: %s" % (self.prefix, key, rule))
 
     def run(self):
-        user_create = _as_bool(self.spec.get("user_create", True))
+        user_create = as_bool(self.spec.get("user_create", True))
         if user_create is None:
             self.err("user_create", "must be true or false, got %r" % (self.spec.get("user_create"),))
             user_create = True

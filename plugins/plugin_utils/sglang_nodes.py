@@ -53,6 +53,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import
     normalise_flag_name,
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import FLAGS, SPELLINGS
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int, blank
 
 DEFAULT_PREFIX = "sglang_server_"
 # What SGLang's help suggests for --dist-init-addr (``192.168.0.2:25000``); used when the port is unset.
@@ -74,20 +75,6 @@ DP_ATTENTION_EXTRA_PORTS = 6
 # ... and one scheduler input port per attention-DP rank past the first: rendezvous port + 5 + rank + 1
 # (PortArgs.init_new: port_base = rendezvous + 1, scheduler input = port_base + 4 + 1 + dp_rank).
 DP_ATTENTION_PORTS_BEFORE_RANKS = 5
-
-
-def _blank(value):
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-def _int(value):
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
-        return int(value.strip())
-    return None
 
 
 def _canonical(value):
@@ -114,7 +101,7 @@ def _ip(text):
 def _default_address(facts):
     for key in ("default_ipv4", "default_ipv6"):
         entry = facts.get(key) if isinstance(facts, dict) else None
-        if isinstance(entry, dict) and not _blank(entry.get("address")):
+        if isinstance(entry, dict) and not blank(entry.get("address")):
             return str(entry["address"])
     return None
 
@@ -122,7 +109,7 @@ def _default_address(facts):
 def _interface_addresses(facts, ifname):
     """Every address (text) the interface ``ifname`` holds in ``ansible_facts`` (empty when unknown)."""
     found = []
-    if not isinstance(facts, dict) or _blank(ifname):
+    if not isinstance(facts, dict) or blank(ifname):
         return found
     for value in facts.values():
         if not isinstance(value, dict) or value.get("device") != ifname:
@@ -145,7 +132,7 @@ def _interface_of(facts, address):
     if wanted is None:
         return None
     for value in facts.values():
-        if not isinstance(value, dict) or _blank(value.get("device")):
+        if not isinstance(value, dict) or blank(value.get("device")):
             continue
         found = []
         for key in ("ipv4", "ipv4_secondaries", "ipv6"):
@@ -188,7 +175,7 @@ class _Group(object):
             pairs = []
             for position, item in enumerate(nodes):
                 name = item.get("inventory_hostname") if isinstance(item, dict) else None
-                if _blank(name):
+                if blank(name):
                     self.err(variable, "node %d of the input has no inventory_hostname" % position,
                              "pass each node's hostvars (or a dict of inventory name to hostvars)")
                     return None
@@ -210,14 +197,14 @@ class _Group(object):
                     return None
             result[str(name)] = value
         if self.group is None:
-            named = sorted({str(v.get(variable)) for v in result.values() if not _blank(v.get(variable))})
+            named = sorted({str(v.get(variable)) for v in result.values() if not blank(v.get(variable))})
             if len(named) != 1:
                 self.err(variable, "the hosts given name %s; a group check takes the hosts of one group"
                          % (" and ".join(repr(n) for n in named) or "no group"),
                          "pass the group name, e.g. sglang_node_group_check('%s')" % (named[0] if named else "g"))
                 return None
             self.group = named[0]
-        if _blank(self.group) or not isinstance(self.group, str):
+        if blank(self.group) or not isinstance(self.group, str):
             self.err(variable, "must be the name of an inventory group, got %r" % (self.group,))
             return None
         if not result:
@@ -251,7 +238,7 @@ class _Group(object):
             return
         self._agree(names)
         ranks = self._ranks(names)
-        tp = _int(self.get("tp_size", names[0]))
+        tp = as_int(self.get("tp_size", names[0]))
         if tp is not None and not self.errors:
             self._parallel(names, tp)
         if ranks is None:
@@ -304,10 +291,10 @@ class _Group(object):
         ok = True
         for position, name in enumerate(names):
             raw = self.get("node_rank", name)
-            if _blank(raw):
+            if blank(raw):
                 given[name] = position
                 continue
-            number = _int(raw)
+            number = as_int(raw)
             if number is None or number < 0:
                 self.err("%s (host %s)" % (variable, name), "must be an integer >= 0, got %r" % (raw,),
                          "leave it unset to use the host's position in the group sorted by name")
@@ -366,7 +353,7 @@ class _Group(object):
         """The node's inventory address: ansible_host when it is an IP address, else the default IPv4/IPv6."""
         node = self.nodes[name]
         host = node.get("ansible_host")
-        if not _blank(host) and _ip(host) is not None:
+        if not blank(host) and _ip(host) is not None:
             return str(host).strip().strip("[]")
         return _default_address(node.get("ansible_facts") or {})
 
@@ -377,13 +364,13 @@ class _Group(object):
             seen = {}
             for name in names:
                 raw = self.get(key, name)
-                seen.setdefault("(unset)" if _blank(raw) else _canonical(raw), []).append(name)
+                seen.setdefault("(unset)" if blank(raw) else _canonical(raw), []).append(name)
             if len(seen) > 1:
                 self.err(self.var(key), "differs between the nodes of %s (%s)" % (
                     self.label(), "; ".join("%s: %s" % (", ".join(h), t) for t, h in sorted(seen.items()))),
                     "set it once for the group")
         raw_host = self.get("dist_init_host", rank0)
-        if _blank(raw_host):
+        if blank(raw_host):
             host = self._address(rank0)
             if host is None:
                 self.err(host_var, "is unset and rank 0 (%s) has no IP address in the inventory (ansible_host) or "
@@ -406,7 +393,7 @@ class _Group(object):
                          "set %s to rank 0's address on the network between the nodes" % host_var)
                 return None
         raw_port = self.get("dist_init_port", rank0)
-        port = DEFAULT_DIST_INIT_PORT if _blank(raw_port) else _int(raw_port)
+        port = DEFAULT_DIST_INIT_PORT if blank(raw_port) else as_int(raw_port)
         if port is None or not 1 <= port <= 65535:
             self.err(port_var, "must be a TCP port number between 1 and 65535, got %r" % (raw_port,),
                      "use e.g. %d" % DEFAULT_DIST_INIT_PORT)
@@ -417,7 +404,7 @@ class _Group(object):
     def _port_free(self, rank0, port):
         """The rendezvous port is bound on rank 0: it must not be a port that node's server uses otherwise."""
         port_var = self.var("dist_init_port")
-        http = _int(self.get("port", rank0))
+        http = as_int(self.get("port", rank0))
         http = DEFAULT_HTTP_PORT if http is None else http
         if port == http:
             self.err(port_var, "is %d, the HTTP port (%s) of rank 0 (%s); the rendezvous needs a port of its own"
@@ -429,8 +416,8 @@ class _Group(object):
                 dest = SPELLINGS.get(normalise_flag_name(key)) if isinstance(key, str) else None
                 if dest is None:
                     continue
-                if dest.endswith("_port") and FLAGS[dest]["type"] == "int" and _int(value) is not None:
-                    used[_int(value)] = "%sargs.%s" % (self.prefix, key)
+                if dest.endswith("_port") and FLAGS[dest]["type"] == "int" and as_int(value) is not None:
+                    used[as_int(value)] = "%sargs.%s" % (self.prefix, key)
         dp_attention = self._dp_attention_size(rank0) > 0
         if port in used:
             self.err(port_var, "is %d, which %s already uses on rank 0 (%s)" % (port, used[port], rank0),
@@ -453,12 +440,12 @@ class _Group(object):
             dest = SPELLINGS.get(normalise_flag_name(key)) if isinstance(key, str) else None
             if dest is not None:
                 found[dest] = value
-        size = _int(found.get("attn_dp_size")) or 1
+        size = as_int(found.get("attn_dp_size")) or 1
         if size > 1:
             return size
         if found.get("enable_dp_attention") is True:
             # the deprecated switch takes --dp-size as the attention DP size; unknown: at most tp_size
-            return _int(found.get("dp_size")) or _int(self.get("tp_size", node)) or 1
+            return as_int(found.get("dp_size")) or as_int(self.get("tp_size", node)) or 1
         return 0
 
     def _firewalls(self, names, rank_of, rendezvous, ifnames):
@@ -503,7 +490,7 @@ class _Group(object):
                     last = min(port + DP_ATTENTION_PORTS_BEFORE_RANKS + size, 65535)
                     ports.append("%d-%d" % (port + 1, last))
             else:
-                http = _int(self.get("port", name))
+                http = as_int(self.get("port", name))
                 ports = ["%d" % (DEFAULT_HTTP_PORT if http is None else http)]
             result[name] = {"enabled": enabled, "ports": ports,
                             "sources": peers + [s for s in extra if s not in peers]}
@@ -540,7 +527,7 @@ class _Group(object):
         rank_of = dict((name, rank) for rank, name in ranks.items())
         for name in names:
             raw = self.get("node_ifname", name)
-            if not _blank(raw):
+            if not blank(raw):
                 text = str(raw).strip()
                 if not isinstance(raw, str) or not _IFNAME.fullmatch(text) or text in (".", ".."):
                     self.err("%s (host %s)" % (variable, name), "must be a network interface name (at most 15 "

@@ -68,3 +68,10 @@ def test_every_numeric_variable_has_a_range(role):
     ranged = {a or b for a, b in ranged}
     missing = _role_numbers(role) - ranged - CHECKED_ELSEWHERE
     assert not missing, "%s: numeric variables without a range rule: %s" % (role, sorted(missing))
+
+
+@pytest.mark.parametrize("value", ["--5", "²", "9" * 5000])
+def test_text_that_int_cannot_read_is_a_problem_not_a_crash(value):
+    # "--5".lstrip("-") and "²" passed isdigit() and then int() raised ValueError
+    problems = range_problems({"x_timeout": [value, 1, 3600]})
+    assert len(problems) == 1 and problems[0].startswith("x_timeout: must be an integer from 1 to 3600, got ")

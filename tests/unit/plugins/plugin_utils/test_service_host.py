@@ -63,8 +63,9 @@ def fresh_host():
                  paths={}, heads={"/etc/systemd/system/sglang.service": None})
 
 
-def test_imports_only_the_standard_library():
-    assert top_level_imports(sh.__file__) == {"__future__", "posixpath"}
+def test_imports_only_the_standard_library_and_the_collection():
+    # ansible_collections: the collection's values.py, itself standard library only (test_values.py)
+    assert top_level_imports(sh.__file__) == {"__future__", "posixpath", "ansible_collections"}
 
 
 def test_the_defaults_pass_on_a_fresh_host_and_on_one_deployed_before():
