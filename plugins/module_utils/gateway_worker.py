@@ -40,11 +40,13 @@ import time
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait import (
     NO_CONNECTION,
-    REDACTED,
     Deadline,
-    clean_text,
     decode_json_body,
     describe_status,
+)
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import (
+    clean_text,
+    mask_secrets,
     mask_userinfo,
     redact_text,
 )
@@ -97,10 +99,10 @@ def canonical_url(url, name="worker_url", allow_path=True):
     scheme = parts.group("scheme").lower() if parts else ""
     if scheme not in _DEFAULT_PORTS or not parts.group("netloc"):
         raise UrlError("%s must be an absolute http:// or https:// URL such as http://10.0.0.5:30000, got %r"
-                       % (name, _masked(url)))
+                       % (name, mask_userinfo(url)))
     if "@" in parts.group("netloc"):
         raise UrlError("%s must not carry credentials (user:password@); the keys are options of their own, got %r"
-                       % (name, _masked(url)))
+                       % (name, mask_userinfo(url)))
     if parts.group("query") is not None or parts.group("fragment") is not None:
         raise UrlError("%s must be a base URL without a query or fragment, got %r" % (name, url))
     host, port = _split_host_port(parts.group("netloc"), name, url)
@@ -113,10 +115,6 @@ def canonical_url(url, name="worker_url", allow_path=True):
     as_sent = "%s://%s%s%s" % (scheme, shown_host, ":%d" % port if port is not None else "", path)
     key_port = "" if port is None or port == _DEFAULT_PORTS[scheme] else ":%d" % port
     return as_sent, "%s://%s%s%s" % (scheme, shown_host, key_port, path)
-
-
-def _masked(url):
-    return re.sub(r"(//)[^/?#]*@", r"\1********@", url)
 
 
 def _split_host_port(netloc, name, url):
@@ -266,16 +264,6 @@ def parse_metrics(text):
 
 
 # --- HTTP -------------------------------------------------------------------------------------------------------
-
-def mask_secrets(text, secrets):
-    """``text`` with every literal secret (longest first) and URL userinfo masked; for the module's own sentences,
-    which the pattern-based masking of endpoint_wait.redact_text would garble (it masks the word after "token:")."""
-    if not isinstance(text, str):
-        return text
-    for secret in sorted(set(s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return mask_userinfo(text)
-
 
 def _answer_text(answer, secrets=(), limit=300):
     """The server's body as one cleaned line: control characters escaped, the known secrets and anything that

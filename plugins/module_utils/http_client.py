@@ -35,11 +35,10 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait impo
     NO_CONNECTION,
     RequestDeadline,
     RequestWatchdog,
-    clean_text,
     is_local_host,
-    mask_userinfo,
     read_capped,
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import clean_text, mask_userinfo
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 

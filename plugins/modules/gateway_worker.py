@@ -286,7 +286,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait import is_finite_positive, redact
+from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait import is_finite_positive
 from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_worker import (
     WORKER_LOAD_SOURCES,
     GatewayApi,
@@ -294,12 +294,12 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_worker imp
     UrlError,
     WorkerChange,
     canonical_url,
-    mask_secrets,
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import (
     HardenedClient,
     build_fetcher,  # looked up at call time: the unit tests replace it with fake servers
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import mask_secrets, redact
 
 MAX_SECONDS = 7 * 24 * 3600
 

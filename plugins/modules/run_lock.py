@@ -187,6 +187,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
+
 RECORD = "owner.json"
 FORMAT = 2
 # A lock directory without a readable record: an earlier version's run between its mkdir and its write, or a run
@@ -229,11 +231,6 @@ def number(value):
         return None
     value = float(value)
     return value if math.isfinite(value) else None
-
-
-def printable(text, limit=MAX_OWNER):
-    text = "" if text is None else str(text)
-    return "".join(c if c.isprintable() else "?" for c in text[:limit])
 
 
 def ago(seconds):
@@ -406,8 +403,9 @@ def lease_ended(holder, now):
 def describe(holder, now):
     owner = holder["owner"]
     text = "run %s from %s since %s (%s ago)" % (
-        printable(owner) if owner is not None else "? (no owner record)",
-        printable(holder.get("controller") or "?"), clock_text(holder["since"]), ago(now.wall - holder["since"]))
+        printable(owner, MAX_OWNER) if owner is not None else "? (no owner record)",
+        printable(holder.get("controller") or "?", MAX_OWNER), clock_text(holder["since"]),
+        ago(now.wall - holder["since"]))
     if holder.get("lease") is None:
         return text + ", no lease"
     return text + ", lease until %s" % clock_text(holder["expires"])
@@ -555,7 +553,7 @@ def release(module, path, owner, stale_after, result):
                 os.rename(path, aside)
         else:
             module.warn("lock %s is held by %s, not by %s: left in place"
-                        % (path, "; ".join(describe(h, lock.now) for h in lock.holders), printable(owner)))
+                        % (path, "; ".join(describe(h, lock.now) for h in lock.holders), printable(owner, MAX_OWNER)))
     return aside
 
 
@@ -573,10 +571,10 @@ def renew(module, path, owner, lease, stale_after, result):
                 why = ("it is free: this run's lease ended and another run may have taken it, changed the host and "
                        "given it back, or the host rebooted")
             raise LockError("run %s no longer holds the lock %s: %s. Stop here and run again; take a longer lease "
-                            "before long steps." % (printable(owner), path, why))
+                            "before long steps." % (printable(owner, MAX_OWNER), path, why))
         if mine[0]["_abandoned"]:
             module.warn("the lease of run %s on %s had ended (%s); no other run took the lock meanwhile, so it is "
-                        "renewed" % (printable(owner), path, mine[0]["_abandoned"]))
+                        "renewed" % (printable(owner, MAX_OWNER), path, mine[0]["_abandoned"]))
         holder = new_holder(owner, lease, now, previous=mine[0])
         keep = [h for h in lock.others(owner) if not h["_abandoned"]]
         if lock.format == FORMAT:
@@ -585,7 +583,7 @@ def renew(module, path, owner, lease, stale_after, result):
             aside = set_aside(lock)
             if aside is None or not create(path, record_of("exclusive", [holder])):
                 raise LockError("the lock %s changed while run %s renewed it (a run of an earlier module version?); "
-                                "run again" % (path, printable(owner)))
+                                "run again" % (path, printable(owner, MAX_OWNER)))
             shutil.rmtree(aside, ignore_errors=True)
         result.update(mode=lock.mode, expires=holder["expires"])
 
@@ -647,7 +645,7 @@ def acquire(module, path, owner, result):
         if waited >= p["wait"]:
             if not holders:
                 raise LockError("the lock %s kept changing under run %s (runs of an earlier module version?); "
-                                "waited %.0f s" % (path, printable(owner), waited))
+                                "waited %.0f s" % (path, printable(owner, MAX_OWNER), waited))
             now = Now()
             raise LockError(
                 "another run holds the lock %s (%s): %s; waited %.0f s for a %s hold. Let it finish; a run that "

@@ -174,8 +174,6 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait impo
     decode_json_body,
     describe_status,
     is_finite_positive,
-    redact,
-    redact_text,
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import (
     HardenedClient,
@@ -186,6 +184,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.spec_check import 
     server_state,
     summarise_requests,
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import redact, redact_text
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_SECONDS = 24 * 3600

@@ -412,17 +412,19 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait impo
     READY,
     UnitError,
     UnitWatcher,
-    clean_text,
     describe_status,
     filter_keys,
     is_finite_positive,
-    is_secret_key,
     judge,
+    status_hint,
+    wait_for_endpoint,
+)
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import (
+    clean_text,
+    is_secret_key,
     mask_userinfo,
     redact,
     redact_text,
-    status_hint,
-    wait_for_endpoint,
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import (
     DEFAULT_MAX_BODY_BYTES,

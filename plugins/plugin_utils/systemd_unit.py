@@ -28,13 +28,15 @@ gives their majors: ``DeviceAllow=char-NAME`` allows the majors listed under NAM
 "Character devices" section (systemd matches NAME with ``fnmatch``), and with ``DevicePolicy=closed``
 a node whose major no allowed name covers cannot be opened.
 
-Standard library only (also used on the controller by filters).
+Standard library and module_utils/text.py only (also used on the controller by filters).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
+
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable as _printable
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _C0_NAMES = (
@@ -86,9 +88,9 @@ def control_problem(text, secret=False):
 
 
 def printable(text):
-    """``text`` with control characters written as escapes, for messages that quote a name."""
-    return _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()) if ord(m.group()) < 0x100
-                        else "\\u%04x" % ord(m.group()), text)
+    """``text`` with control (and other non-printable) characters written as escapes, for messages that quote a
+    name."""
+    return _printable(text, escape=True)
 
 
 def path_problem(text):

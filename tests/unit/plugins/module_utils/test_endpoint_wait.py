@@ -110,74 +110,6 @@ def test_status_history_reason_is_the_last_one_of_a_run():
     assert [e.get("reason") for e in h.as_list()] == ["timed out", None]
 
 
-# --- redaction -------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("key", ["api_key", "admin_api_key", "hf_token", "token", "access_token", "accessToken",
-                                 "HF-TOKEN", "authtoken", "token_secret", "password", "Authorization"])
-def test_secret_keys(key):
-    assert ew.is_secret_key(key)
-
-
-@pytest.mark.parametrize("key", ["ssl_keyfile_password", "secret_key", "x-api-key", "X-Api-Key", "apiKey", "XApiKey",
-                                 "client_secret", "db_passwd", "passphrase", "private_key", "aws_access_key_id",
-                                 "credentials", "key", "KEY", "api-keys", "hfToken", "id_token"])
-def test_secret_keys_by_pattern(key):
-    assert ew.is_secret_key(key)
-
-
-@pytest.mark.parametrize("key", ["max_total_tokens", "tokenizer_path", "skip_tokenizer_init", "speculative_num_draft_tokens",
-                                 "max_new_tokens", "tokenizer_worker_num", "model_path", "key_value", 3,
-                                 "ssl_keyfile", "ssl_certfile", "ssl_ca_certs", "client_key", "token_capacity",
-                                 "eos_token_id", "keyfile", "monkey", "", "--"])
-def test_not_secret_keys(key):
-    assert not ew.is_secret_key(key)
-
-
-@pytest.mark.parametrize("text,expected", [
-    ("sglang serve --api-key sk-1 --port 1", "sglang serve --api-key ******** --port 1"),
-    ("x --admin-api-key=adm1 y", "x --admin-api-key=******** y"),
-    ("--ssl-keyfile-password 'a b' --ssl-keyfile /k.pem", "--ssl-keyfile-password ******** --ssl-keyfile /k.pem"),
-    ("--hf-token hf_x --max-total-tokens 9 --tokenizer-path /t", "--hf-token ******** --max-total-tokens 9 --tokenizer-path /t"),
-    ("--api-key --port 1", "--api-key --port 1"),  # a flag after the flag is not its value
-    ("ServerArgs(model_path='/m', api_key='sk-2', ssl_keyfile='/k', admin_api_key=None)",
-     "ServerArgs(model_path='/m', api_key=********, ssl_keyfile='/k', admin_api_key=********)"),
-    ('{"hf_token": "hf_y", "max_total_tokens": 5}', '{"hf_token": ********, "max_total_tokens": 5}'),
-    ("GET /v1?access_token=abc&model=m", "GET /v1?access_token=********&model=m"),
-    ("Authorization: Bearer abc.def", "Authorization: ********"),
-    ("HF_TOKEN=hf_z python3 -m sglang", "HF_TOKEN=******** python3 -m sglang"),
-    ("see https://u:p%40ss@hub.example/x and //a@b", "see https://********@hub.example/x and //********@b"),
-    ("token_capacity=5 eos_token_id: 2", "token_capacity=5 eos_token_id: 2"),
-    # a harmless name or flag never hides the secret after it
-    ("server_args=ServerArgs(api_key='sk-4', port=1)", "server_args=ServerArgs(api_key=********, port=1)"),
-    ("--enable-x --api-key sk-5 --foo=--bar --hf-token=t6", "--enable-x --api-key ******** --foo=--bar --hf-token=********"),
-    ("--api-key=--not-a-value", "--api-key=--not-a-value"),
-])
-def test_redact_text_patterns(text, expected):
-    assert ew.redact_text(text) == expected
-
-
-def test_redact_argv_lists_and_literals():
-    out = ew.redact({"argv": ["sglang", "--api-key", "sk-3", "--port", "1", "--hf-token", "--x"],
-                     "cmd": ["--admin-api-key=adm"], "n": 7, "nested": {"deeper": ["key sk-long-3 here"]}},
-                    secrets=["sk-long-3", "", None])
-    assert out["argv"] == ["sglang", "--api-key", "********", "--port", "1", "--hf-token", "--x"]
-    assert out["cmd"] == ["--admin-api-key=********"] and out["n"] == 7
-    assert out["nested"]["deeper"] == ["key ******** here"]
-
-
-@pytest.mark.parametrize("text", ["a." * 500000 + ":", "--a " * 250000 + "x", "//a" * 300000 + "@",
-                                  'a="' * 300000, "api_key=" + '"' * 1000000, "--api-key" + " " * 1000000])
-def test_redact_text_is_linear_on_hostile_strings(text):
-    # a server decides what is in the body (up to max_body_bytes): no pattern may backtrack quadratically
-    start = time.monotonic()
-    ew.redact_text(text)
-    assert time.monotonic() - start < 2.0
-
-
-def test_redact_longest_secret_first():
-    assert ew.redact_text("abc-long", ["abc", "abc-long"]) == "********"
-
-
 @pytest.mark.parametrize("host,local", [
     ("127.0.0.1", True), ("127.9.8.7", True), ("::1", True), ("[::1]", True), ("localhost", True),
     ("LOCALHOST.", True), ("api.localhost", True), ("169.254.169.254", True), ("fe80::1", True),
@@ -190,45 +122,9 @@ def test_is_local_host(host, local):
     assert ew.is_local_host(host) is local
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("http://user:pw@127.0.0.1:1/x", "http://********@127.0.0.1:1/x"),
-    ("https://a:b@c@host/p?q=1", "https://********@host/p?q=1"),
-    ("http://127.0.0.1:1/x?mail=a@b", "http://127.0.0.1:1/x?mail=a@b"),
-    ("no url", "no url"),
-])
-def test_mask_userinfo(text, expected):
-    assert ew.mask_userinfo(text) == expected
-
-
-def test_clean_text_escapes_controls_and_caps_length():
-    assert ew.clean_text("a\x00b\x1bc\r\nd") == "a\\x00b\\x1bc  d"
-    long = ew.clean_text("x" * 1000, limit=10)
-    assert long.startswith("x" * 10) and "990 characters cut" in long
-    assert ew.clean_text(None) == "" and ew.clean_text(b"\xff") == "\ufffd"
-
-
 def test_filter_keys():
     assert ew.filter_keys({"a": 1, "b": 2}, ["b", "c"]) == {"b": 2}
     assert ew.filter_keys([1], ["a"]) is None
-
-
-def test_redact_nested_and_strings():
-    data = {
-        "api_key": "sk-123",
-        "admin_api_key": None,
-        "max_total_tokens": 4096,
-        "launch_command": "sglang serve --model-path /m --api-key sk-123 --port 1",
-        "other_cmd": "x --admin-api-key=adm1 y",
-        "internal_states": [{"hf_token": "hf_abc", "note": "key sk-123 leaked"}],
-    }
-    out = ew.redact(data, secrets=["sk-123"])
-    assert out["api_key"] == ew.REDACTED
-    assert out["admin_api_key"] is None  # nothing to hide
-    assert out["max_total_tokens"] == 4096
-    assert out["launch_command"] == "sglang serve --model-path /m --api-key ******** --port 1"
-    assert out["other_cmd"] == "x --admin-api-key=******** y"
-    assert out["internal_states"][0] == {"hf_token": ew.REDACTED, "note": "key ******** leaked"}
-    assert data["api_key"] == "sk-123"  # input untouched
 
 
 @pytest.mark.parametrize("depth", [101, 900, 5000, 100000])
@@ -430,10 +326,6 @@ class FakeSystemd(object):
         if argv[1] == "--sync":
             return 0, "", ""
         return self.journal_rc, self.journal, "" if self.journal_rc == 0 else "permission denied"
-
-
-def test_parse_systemctl_show():
-    assert ew.parse_systemctl_show("A=1\nB=x=y\n\nnoise\n") == {"A": "1", "B": "x=y"}
 
 
 @pytest.mark.parametrize("state,needle", [
