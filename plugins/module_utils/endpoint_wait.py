@@ -175,11 +175,6 @@ def decode_json_body(body, content_type=None, max_depth=MAX_JSON_DEPTH):
     return data, None
 
 
-def parse_json_body(body, content_type=None):
-    """Parsed JSON or None.  Bodies that do not parse are simply not JSON."""
-    return decode_json_body(body, content_type)[0]
-
-
 def read_capped(resp, limit, chunk_size=65536):
     """``(body, complete)``: at most ``limit`` bytes of ``resp``, read in chunks.
 

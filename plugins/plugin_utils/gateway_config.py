@@ -743,11 +743,6 @@ def validate_gateway_config(cfg):
     return list(_Check(cfg).errors)
 
 
-def gateway_warnings(cfg):
-    """Return remarks about legal but risky settings."""
-    return list(_Check(cfg).warnings)
-
-
 def _option(argv, option, value):
     """``--flag value``; ``--flag=value`` when the value starts with '-', so argparse cannot take it for a flag."""
     text = str(value)

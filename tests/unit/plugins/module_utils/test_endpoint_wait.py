@@ -200,15 +200,13 @@ def test_is_finite_positive():
     assert not any(ew.is_finite_positive(v) for v in (0, -1, float("nan"), float("inf"), float("-inf"), None))
 
 
-def test_parse_json_body():
-    assert ew.parse_json_body(b'{"a": 1}') == {"a": 1}
-    assert ew.parse_json_body(' [1, 2] ') == [1, 2]
-    assert ew.parse_json_body(b"OK") is None
-    assert ew.parse_json_body(b"") is None
-    assert ew.parse_json_body(None) is None
-    assert ew.parse_json_body(b"\xff\xfe") is None
-    assert ew.parse_json_body(b"{broken") is None
-    assert ew.parse_json_body(b"42", "application/json") == 42
+def test_decode_json_body_data():
+    assert ew.decode_json_body(b'{"a": 1}') == ({"a": 1}, None)
+    assert ew.decode_json_body(' [1, 2] ') == ([1, 2], None)
+    assert ew.decode_json_body(b"42", "application/json") == (42, None)
+    for body in (b"OK", b"", None, b"\xff\xfe", b"{broken"):
+        data, problem = ew.decode_json_body(body)
+        assert data is None and problem
 
 
 # --- deadline --------------------------------------------------------------------------------
