@@ -26,7 +26,7 @@ def test_galaxy_identity_and_license():
 
 def test_build_ignores_test_and_ci_material():
     ignored = set(load("galaxy.yml")["build_ignore"])
-    assert {"tests", "molecule", ".ci", "*.tar.gz"} <= ignored
+    assert {"tests", "tools", "molecule", ".ci", "*.tar.gz"} <= ignored
     # the EE requirement files must ship, or ansible-builder cannot read them from an installed collection
     assert not {"requirements.txt", "bindep.txt", "meta"} & ignored
 
