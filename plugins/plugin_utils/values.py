@@ -24,8 +24,7 @@ from __future__ import annotations
 import re
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_TRUE_WORDS = ("true", "yes", "on", "1")
-_FALSE_WORDS = ("false", "no", "off", "0")
+_BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 
 
 def blank(value):
@@ -60,10 +59,4 @@ def as_bool(value, default=None):
     """``value`` as a bool when it is one or one of true/yes/on/1, false/no/off/0 (any case), else ``default``."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word in _TRUE_WORDS:
-            return True
-        if word in _FALSE_WORDS:
-            return False
-    return default
+    return _BOOL_WORDS.get(value.strip().lower(), default) if isinstance(value, str) else default
