@@ -67,8 +67,8 @@ def test_redact_text_patterns(text, expected):
 
 def test_redact_argv_lists_and_literals():
     out = txt.redact({"argv": ["sglang", "--api-key", "sk-3", "--port", "1", "--hf-token", "--x"],
-                     "cmd": ["--admin-api-key=adm"], "n": 7, "nested": {"deeper": ["key sk-long-3 here"]}},
-                    secrets=["sk-long-3", "", None])
+                      "cmd": ["--admin-api-key=adm"], "n": 7, "nested": {"deeper": ["key sk-long-3 here"]}},
+                     secrets=["sk-long-3", "", None])
     assert out["argv"] == ["sglang", "--api-key", "********", "--port", "1", "--hf-token", "--x"]
     assert out["cmd"] == ["--admin-api-key=********"] and out["n"] == 7
     assert out["nested"]["deeper"] == ["key ******** here"]

@@ -32,7 +32,7 @@ def test_blank(value, expected):
 ])
 def test_as_int_takes_integers_and_decimal_text(value, expected):
     number = values.as_int(value)
-    assert number == expected and type(number) is int
+    assert number == expected and isinstance(number, int) and not isinstance(number, bool)
 
 
 @pytest.mark.parametrize("value", [
@@ -45,7 +45,8 @@ def test_as_int_refuses_the_rest(value):
 
 
 def test_as_int_floats_admits_only_whole_floats():
-    assert values.as_int(4.0, floats=True) == 4 and type(values.as_int(4.0, floats=True)) is int
+    number = values.as_int(4.0, floats=True)
+    assert number == 4 and isinstance(number, int) and not isinstance(number, float)
     for value in (4.5, float("nan"), float("inf"), True):
         assert values.as_int(value, floats=True) is None
 
