@@ -37,11 +37,11 @@ attributes:
       - RV(diff) shows every directory and file that changes (would change, in check mode) as a unified diff of the
         content, with the owner, group or mode that change in the headers; a binary file or one larger than
         102 KiB is named, not shown.
-      - Secrets are masked with C(********) on both sides, the old file's too: the value of a C(NAME=value) or
-        C(name: value) line whose name is secret (C(api-key), C(HF_TOKEN), C(LLMSERVE_SMG_ADMIN_API_KEY), anything
-        with C(key), C(token), C(secret), C(password) or C(credential) in its last words) and the lines continuing
-        it, every O(secrets) string wherever it appears, secret C(--flags) and URL logins. A changed secret still
-        shows as a changed line, without its value.
+      - "Secrets are masked with C(********) on both sides (the old file's too): the value of a C(NAME=value) or
+        C(name: value) line whose name is secret (C(api-key), C(HF_TOKEN), C(LLMSERVE_SMG_ADMIN_API_KEY); a name
+        with C(password), C(secret), C(api_key), C(credential) and the like in it, or ending in C(token)) and the
+        lines continuing it, every O(secrets) string wherever it appears, secret C(--flags) and URL logins. A
+        changed secret still shows as a changed line, without its value."
 options:
   trusted_dir:
     description:
