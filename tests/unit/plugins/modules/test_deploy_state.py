@@ -214,7 +214,7 @@ def test_diff_names_new_files_and_directories_with_their_attributes(tmp_path):
     result = run_diff({"directories": [{"path": str(conf), "mode": "0750"}],
                        "files": [{"path": str(conf / "sglang.env"), "content": "HF_TOKEN=hf_first\n",
                                   "mode": "0600"}]}, check_mode=True)
-    assert [entry["before_header"] for entry in result["diff"]] == ["%s (absent)" % conf,
-                                                                     "%s (absent)" % (conf / "sglang.env")]
+    headers = [entry["before_header"] for entry in result["diff"]]
+    assert headers == ["%s (absent)" % conf, "%s (absent)" % (conf / "sglang.env")]
     assert result["diff"][0]["after_header"] == "%s (directory, mode 0750)" % conf
     assert result["diff"][1]["prepared"].endswith("+HF_TOKEN=********\n") and "hf_first" not in repr(result)
