@@ -199,6 +199,12 @@ class File(Wanted):
         self.data = data
 
 
+def attributes_of(info):
+    """``{owner, group, mode}`` of an inode as --diff shows them (names, or the ids without a name)."""
+    return dict(owner=user_name(info.st_uid) or str(info.st_uid), group=group_name(info.st_gid) or str(info.st_gid),
+                mode="%04o" % stat.S_IMODE(info.st_mode))
+
+
 def plan_directory(spec):
     """What making ``spec`` true takes: ``{path, exists, create (missing directories, top first), changes}``.
 
@@ -223,7 +229,8 @@ def plan_directory(spec):
         raise StateError("%s is not a plain directory (%s): nothing is created in it or changed through it. "
                          "Something other than this deployment put it there; inspect and remove it, then run again."
                          % (printable(spec.path), kind_text(spec.path, info)))
-    return dict(path=spec.path, exists=True, create=[], changes=spec.attribute_changes(info))
+    return dict(path=spec.path, exists=True, create=[], changes=spec.attribute_changes(info),
+                attributes=attributes_of(info))
 
 
 def _open_nofollow(path, flags, want):
@@ -305,14 +312,18 @@ def plan_file(spec):
         raise StateError("%s cannot be written: its directory %s does not exist"
                          % (printable(spec.path), printable(parent)))
     if info is None:
-        return dict(path=spec.path, exists=False, content_changed=True, changes=["created"])
+        return dict(path=spec.path, exists=False, content_changed=True, changes=["created"], before=None,
+                    attributes={})
     if not stat.S_ISREG(info.st_mode):
         raise StateError("%s is not a regular file (%s): nothing is written through it. Something other than this "
                          "deployment put it there; inspect and remove it, then run again."
                          % (printable(spec.path), kind_text(spec.path, info)))
-    content_changed = read_regular(spec.path) != spec.data
+    before = read_regular(spec.path)
+    content_changed = before != spec.data
     changes = (["content"] if content_changed else []) + spec.attribute_changes(info)
-    return dict(path=spec.path, exists=True, content_changed=content_changed, changes=changes)
+    # ``before`` and ``attributes`` (what is there now) are for --diff only; they never leave the module unmasked
+    return dict(path=spec.path, exists=True, content_changed=content_changed, changes=changes, before=before,
+                attributes=attributes_of(info))
 
 
 def apply_file(spec, plan):

@@ -31,6 +31,17 @@ attributes:
         does not exist yet (an account that an earlier task of the same run would create) counts as a change there,
         and fails outside check mode.
       - O(inspect), O(read), O(unit) and O(probe_argv) run in check mode too (they only read).
+  diff_mode:
+    support: full
+    details:
+      - RV(diff) shows every directory and file that changes (would change, in check mode) as a unified diff of the
+        content, with the owner, group or mode that change in the headers; a binary file or one larger than
+        102 KiB is named, not shown.
+      - "Secrets are masked with C(********) on both sides (the old file's too): the value of a C(NAME=value) or
+        C(name: value) line whose name is secret (C(api-key), C(HF_TOKEN), C(LLMSERVE_SMG_ADMIN_API_KEY); a name
+        with C(password), C(secret), C(api_key), C(credential) and the like in it, or ending in C(token)) and the
+        lines continuing it, every O(secrets) string wherever it appears, secret C(--flags) and URL logins. A
+        changed secret still shows as a changed line, without its value."
 options:
   trusted_dir:
     description:
@@ -84,7 +95,8 @@ options:
         required: true
       content:
         description:
-          - The content (text, written as UTF-8). Never shown in any output (it may hold secrets).
+          - The content (text, written as UTF-8). Never shown in any output (it may hold secrets) but in RV(diff),
+            with its secrets masked.
           - Exactly one of O(files[].content) and O(files[].src) is required.
         type: str
       src:
@@ -136,6 +148,13 @@ options:
     description: Files whose first 4 KiB come back in RV(heads) (null for a missing path or anything but a regular file).
     type: list
     elements: path
+    default: []
+  secrets:
+    description:
+      - Literal secrets (an API key, a token) the files hold, masked wherever they appear in RV(diff) (and, as every
+        no_log value, in the rest of what the module returns). Lines that name a secret are masked without this.
+    type: list
+    elements: str
     default: []
   probe_argv:
     description:
@@ -212,6 +231,24 @@ files:
       type: list
       elements: str
   sample: [{path: /etc/sglang/sglang.yaml, changes: []}]
+diff:
+  description:
+    - With C(--diff), one entry per directory or file in RV(directories) and RV(files) that changes (would change,
+      in check mode). C(prepared) is a unified diff (from the content there now to O(files[].content) or the content
+      of O(files[].src)) with the secrets masked (as the C(diff_mode) attribute says); C(before_header)
+      and C(after_header) name the path, with the owner, group and mode that change.
+  returned: when diff mode is on
+  type: list
+  elements: dict
+  sample:
+    - before_header: /etc/systemd/system/sglang.service
+      after_header: /etc/systemd/system/sglang.service
+      prepared: |
+        --- before: /etc/systemd/system/sglang.service
+        +++ after: /etc/systemd/system/sglang.service
+        @@ -36 +36 @@
+        -ExecStart="/opt/sglang/venv/bin/python" "-m" "sglang.launch_server" "--tp-size" "2"
+        +ExecStart="/opt/sglang/venv/bin/python" "-m" "sglang.launch_server" "--tp-size" "2" "--speculative-algo...
 paths:
   description:
     - For each O(inspect) path (after the changes above), what is there. C(exists) is false and C(type) null when
@@ -287,6 +324,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_state impor
     read_regular,
     trust_problems,
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.file_diff import directory_diff, file_diff
 
 
 def build_module():
@@ -317,6 +355,7 @@ def build_module():
             trust=dict(type="list", elements="path", default=[]),
             heads=dict(type="list", elements="path", default=[]),
             probe_argv=dict(type="list", elements="str", default=[]),
+            secrets=dict(type="list", elements="str", default=[], no_log=True),
         ),
         supports_check_mode=True,
     )
@@ -344,6 +383,32 @@ def file_spec(item):
     else:
         data = item["content"].encode("utf-8", "surrogateescape")
     return File(path, data, item.get("owner"), item.get("group"), item.get("mode"))
+
+
+def wanted_attributes(spec, changes):
+    """What --diff shows as the new owner, group and mode: all that is given for a new path, else what changes."""
+    wanted = dict(owner=spec.owner, group=spec.group, mode=None if spec.mode is None else "%04o" % spec.mode)
+    return dict((key, value) for key, value in wanted.items()
+                if value is not None and ("created" in changes or key in changes))
+
+
+def diff_entries(dir_plans, directories, file_plans, files, secrets):
+    """The ``diff`` of what changes (or would, in check mode), secrets masked (module_utils/file_diff.py)."""
+    entries = []
+    for spec, plan in zip(directories, dir_plans):
+        if plan["changes"]:
+            current = plan.get("attributes") or {}
+            entries.append(directory_diff(plan["path"], plan["exists"],
+                                          dict((key, current[key]) for key in plan["changes"] if key in current),
+                                          wanted_attributes(spec, plan["changes"])))
+    for spec, plan in zip(files, file_plans):
+        if plan["changes"]:
+            current = plan.get("attributes") or {}
+            before = plan.get("before") if plan["exists"] else None
+            entries.append(file_diff(plan["path"], before, spec.data,
+                                     dict((key, current[key]) for key in plan["changes"] if key in current),
+                                     wanted_attributes(spec, plan["changes"]), secrets))
+    return entries
 
 
 def unit_state(module, name):
@@ -405,6 +470,8 @@ def run(module):
     result["directories"] = [dict(path=plan["path"], changes=plan["changes"]) for plan in dir_plans]
     result["files"] = [dict(path=plan["path"], changes=plan["changes"]) for plan in file_plans]
     result["changed"] = any(plan["changes"] for plan in dir_plans + file_plans)
+    if module._diff:
+        result["diff"] = diff_entries(dir_plans, directories, file_plans, files, p["secrets"])
     # 3. reading back
     for path in p["inspect"]:
         result["paths"][path] = inspect_path(check_path(path, "inspect"), checksum=p["checksum"])

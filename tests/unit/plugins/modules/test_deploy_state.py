@@ -157,3 +157,64 @@ def test_accounts_say_comment_groups_and_who_deploys():
     assert user["uid"] == 0 and user["primary_group"] == "root" and "comment" in user and isinstance(user["groups"], list)
     assert group["gid"] == 0 and "root" in group["primary_of"] and isinstance(group["members"], list)
     assert set(deployer) == {"login_uid", "login_user", "sudo_user"}
+
+
+def run_diff(args, check_mode=False):
+    return run(dict(args, _ansible_diff=True), check_mode=check_mode)
+
+
+UNIT_OLD = '[Service]\nExecStart="/opt/venv/bin/python" "-m" "sglang.launch_server" "--tp-size" "2"\nRestart=always\n'
+UNIT_NEW = UNIT_OLD.replace('"2"', '"2" "--speculative-algorithm" "EAGLE"')
+
+
+def converged(tmp_path):
+    """A host whose unit, --config file and environment file are in place (the API key and HF token in them)."""
+    files = {"unit": (tmp_path / "sglang.service", UNIT_OLD),
+             "config": (tmp_path / "sglang.yaml", "api-key: sk-old-api-key\n"),
+             "env": (tmp_path / "sglang.env", 'HF_TOKEN="hf_old_token"\n')}
+    for path, text in files.values():
+        path.write_text(text)
+    return files
+
+
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_diff_shows_the_exec_start_change_and_masks_the_keys(tmp_path, check_mode):
+    files = converged(tmp_path)
+    wanted = {"unit": UNIT_NEW, "config": "api-key: sk-new-api-key\n", "env": 'HF_TOKEN="hf_new_token"\n'}
+    result = run_diff({"files": [{"path": str(files[name][0]), "content": wanted[name], "mode": "0600"}
+                                 for name in ("unit", "config", "env")],
+                       "secrets": ["sk-new-api-key", "hf_new_token"]}, check_mode=check_mode)
+    assert result["changed"] is True
+    shown = "".join(entry["prepared"] for entry in result["diff"])
+    assert [entry["before_header"].split(" ")[0] for entry in result["diff"]] == [
+        str(files[name][0]) for name in ("unit", "config", "env")]
+    assert "-" + UNIT_OLD.splitlines()[1] + "\n+" + UNIT_NEW.splitlines()[1] + "\n" in shown
+    assert "-api-key: ********\n+api-key: ********\n" in shown
+    assert '-HF_TOKEN=********\n+HF_TOKEN=********\n' in shown
+    for secret in ("sk-old-api-key", "sk-new-api-key", "hf_old_token", "hf_new_token"):
+        assert secret not in repr(result)
+    # check mode changed nothing; a real run wrote the new files
+    assert files["unit"][0].read_text() == (UNIT_OLD if check_mode else UNIT_NEW)
+
+
+def test_diff_of_a_copy_from_a_staged_file_and_nothing_when_nothing_changes(tmp_path):
+    files = converged(tmp_path)
+    staged = tmp_path / "staged.service"
+    staged.write_text(UNIT_NEW)
+    args = {"files": [{"path": str(files["unit"][0]), "src": str(staged)},
+                      {"path": str(files["env"][0]), "content": 'HF_TOKEN="hf_old_token"\n'}]}
+    first = run_diff(args)
+    assert len(first["diff"]) == 1, "only the file that changes is in the diff"
+    assert '+ExecStart="/opt/venv/bin/python"' in first["diff"][0]["prepared"]
+    assert run_diff(args)["diff"] == [] and "diff" not in run(args), "no diff without changes or without --diff"
+
+
+def test_diff_names_new_files_and_directories_with_their_attributes(tmp_path):
+    conf = tmp_path / "conf"
+    result = run_diff({"directories": [{"path": str(conf), "mode": "0750"}],
+                       "files": [{"path": str(conf / "sglang.env"), "content": "HF_TOKEN=hf_first\n",
+                                  "mode": "0600"}]}, check_mode=True)
+    headers = [entry["before_header"] for entry in result["diff"]]
+    assert headers == ["%s (absent)" % conf, "%s (absent)" % (conf / "sglang.env")]
+    assert result["diff"][0]["after_header"] == "%s (directory, mode 0750)" % conf
+    assert result["diff"][1]["prepared"].endswith("+HF_TOKEN=********\n") and "hf_first" not in repr(result)
