@@ -26,6 +26,8 @@ import pwd
 import re
 import stat
 
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable as text_printable
+
 O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -40,9 +42,8 @@ class StateError(Exception):
 
 
 def printable(text, limit=300):
-    """``text`` with control characters shown as ``?`` (for messages about hostile names)."""
-    text = "" if text is None else str(text)
-    return _CONTROL.sub("?", text[:limit])
+    """``text`` cut to ``limit``, what is not printable shown as ``?`` (messages about hostile names)."""
+    return text_printable(text, limit)
 
 
 def check_path(path, what):
@@ -464,12 +465,3 @@ def read_head(path, size=4096):
     finally:
         os.close(fd)
 
-
-def parse_systemctl_show(text):
-    """``systemctl show -p A -p B`` output (``A=value`` lines) as a dict."""
-    values = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key] = value
-    return values

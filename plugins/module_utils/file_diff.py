@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait import (
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import (
     REDACTED,
     is_secret_key,
     redact_text,

@@ -316,7 +316,6 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_state impor
     check_path,
     deployer_info,
     inspect_path,
-    parse_systemctl_show,
     plan_directory,
     plan_file,
     printable,
@@ -324,6 +323,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_state impor
     read_regular,
     trust_problems,
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import parse_systemctl_show
 from ansible_collections.llmserve.sglang.plugins.module_utils.file_diff import directory_diff, file_diff
 
 

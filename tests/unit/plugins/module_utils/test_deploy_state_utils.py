@@ -14,11 +14,11 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_state impor
     check_path,
     inspect_path,
     parse_mode,
-    parse_systemctl_show,
     printable,
     read_regular,
     trust_problems,
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import parse_systemctl_show
 
 
 @pytest.mark.parametrize("path", ["relative", "/a/../b", "//x", "/a/", "/a\nb", ""])
