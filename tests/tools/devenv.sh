@@ -11,17 +11,29 @@ DEV_TREE="$LLMSERVE_CACHE/trees/$(printf '%s' "$DEV_ROOT" | sha256sum | cut -c1-
 
 dev_log() { printf '[devenv %(%T)T] %s\n' -1 "$*" >&2; }
 
-# ansible-core 2.20 and 2.21 need Python >= 3.12 on the controller: prefer pyenv's 3.12, else python3.12 on PATH.
+# ansible-core 2.20 and 2.21 need Python >= 3.12 on the controller: LLMSERVE_PYTHON when set, else pyenv's 3.12
+# (what CI uses), else python3.12, python3.13 or python3.14 on PATH (distribution packages, `uv python install`).
+# tests/tools/machine_check.py (find_python) looks in the same places.
 dev_python() {
   local p
+  if [ -n "${LLMSERVE_PYTHON:-}" ]; then
+    if "$LLMSERVE_PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      command -v "$LLMSERVE_PYTHON"
+      return 0
+    fi
+    dev_log "LLMSERVE_PYTHON=$LLMSERVE_PYTHON is not a Python >= 3.12 that runs"
+    return 1
+  fi
   for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
     [ -x "$p" ] && { printf '%s\n' "$p"; return 0; }
   done
-  if command -v python3.12 >/dev/null && python3.12 -c 'import sys' 2>/dev/null; then
-    command -v python3.12
-    return 0
-  fi
-  dev_log "no Python 3.12 found (looked in pyenv versions and PATH); ansible-core 2.20+ needs it"
+  for p in python3.12 python3.13 python3.14; do
+    if command -v "$p" >/dev/null && "$p" -c 'import sys' 2>/dev/null; then
+      command -v "$p"
+      return 0
+    fi
+  done
+  dev_log "no Python >= 3.12 (ansible-core 2.21 needs it): install one (the distribution's python3.12, \`pyenv install 3.12\` or \`uv python install 3.12\`) or set LLMSERVE_PYTHON=/path/to/python3.12"
   return 1
 }
 
