@@ -54,7 +54,8 @@ dev_system_packages() {
 # names requirements-compat.txt and a venv of its own), rebuilt when that file changes.
 dev_venv() {
   local venv=$LLMSERVE_VENV req=${LLMSERVE_VENV_REQUIREMENTS:-$DEV_ROOT/requirements-dev.txt} want have py
-  dev_system_packages
+  # make check needs none of them (no sanity; the firewall test skips without nft) and may run without root
+  [ "${LLMSERVE_SYSTEM_PACKAGES:-yes}" = no ] || dev_system_packages
   want=$(sha256sum "$req" | cut -c1-16)
   have=$(cat "$venv/.llmserve-stamp" 2>/dev/null || true)
   if [ "$want" = "$have" ] && [ -x "$venv/bin/ansible-playbook" ]; then
@@ -68,8 +69,13 @@ dev_venv() {
   printf '%s\n' "$want" > "$venv/.llmserve-stamp"
 }
 
-# ansible_collections/llmserve/sglang -> this checkout (a symlink: edits are live).
+# ansible_collections/llmserve/sglang -> this checkout (a symlink: edits are live). LLMSERVE_TREE names a tree
+# that exists already (make check: the committed collections/ of the checkout, so nothing is written outside it).
 dev_tree() {
+  if [ -n "${LLMSERVE_TREE:-}" ]; then
+    printf '%s\n' "$LLMSERVE_TREE"
+    return 0
+  fi
   mkdir -p "$DEV_TREE/ansible_collections/llmserve"
   ln -sfn "$DEV_ROOT" "$DEV_TREE/ansible_collections/llmserve/sglang"
   printf '%s\n' "$DEV_TREE"
