@@ -62,6 +62,9 @@ dev_venv() {
     return 0
   fi
   py=$(dev_python)
+  # the interpreter's own file: a venv made through a link in another directory (uv's ~/.local/bin/python3.12)
+  # looks for the standard library next to the link and cannot even run ensurepip
+  py=$(readlink -f "$py")
   dev_log "building $venv from $(basename "$req") with $py"
   rm -rf "$venv"
   "$py" -m venv "$venv"
