@@ -53,7 +53,7 @@ venv:
 check:
 	@start=$$(date +%s); \
 	  $(MAKE) --no-print-directory lint unit LLMSERVE_VENV="$(CURDIR)/.venv" LLMSERVE_TREE="$(CURDIR)/collections" \
-	    LLMSERVE_VENV_REQUIREMENTS="$(CURDIR)/requirements-dev.txt" LLMSERVE_SYSTEM_PACKAGES=no; \
+	    LLMSERVE_VENV_REQUIREMENTS="$(CURDIR)/requirements-dev.txt" LLMSERVE_SYSTEM_PACKAGES=no PYTEST_ARGS=-rs; \
 	  echo "make check: lint and unit tests passed in $$(( $$(date +%s) - start ))s"
 
 # What test, demo and bench assume about the machine (root, Debian 12, Python 3.12, disk, loopback, the checkout's
@@ -75,7 +75,7 @@ sanity: venv
 # unit: the code alone (no engine, no gateway build); functional: real servers (SGLang on CPU, smg, stand-ins)
 unit: venv
 	@$(RUN) echo "== pytest tests/unit ($$(ansible --version | sed -n 1p))"; \
-	  pytest -q -p no:cacheprovider tests/unit
+	  pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests/unit
 
 # The same sanity and unit tests on the oldest ansible-core that meta/runtime.yml admits (requirements-compat.txt).
 compat:
