@@ -171,10 +171,12 @@ def test_the_script_refuses_another_os_fast_and_names_it(tmp_path):
     result, seconds = run_script(["test", "--os-release", str(release)])
     assert result.returncode == 1, result
     assert "machine check: not Debian 12: this machine is Ubuntu 24.04.1 LTS" in result.stderr
-    assert "1 assumption(s) of make test do not hold; nothing was changed" in result.stderr
+    # as another user than root (make check), "not root" is a second broken assumption
+    broken = 1 if os.geteuid() == 0 else 2
+    assert "%d assumption(s) of make test do not hold; nothing was changed" % broken in result.stderr
     assert seconds < 5
     result = run_script(["test", "--os-release", str(release)], env={"LLMSERVE_MACHINE_CHECK": "warn"})[0]
-    assert result.returncode == 0 and "1 warning(s), going on" in result.stdout
+    assert result.returncode == 0 and "%d warning(s), going on" % broken in result.stdout
 
 
 def test_the_script_refuses_a_cache_in_a_private_directory(open_dir):
