@@ -92,8 +92,8 @@ dev_sanity_tree() {
   rm -rf "$dst"
   mkdir -p "$dst"
   # files deleted in the work tree but still in the index are skipped by --ignore-failed-read
-  # collections/ (the checkout linked as llmserve.sglang for the root playbooks) is not shipped, and ansible-test
-  # refuses links to directories
+  # collections/ (the checkout linked as llmserve.sglang for the root playbooks) is not shipped (build_ignore):
+  # sanity checks what ships, and the copy holds no link back to the checkout
   (cd "$DEV_ROOT" && git ls-files -z --cached --others --exclude-standard -- . ':!:collections' |
     tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -C "$dst" -xf -
   printf '%s\n' "$dst"
