@@ -32,18 +32,29 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: machine-check fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit compat functional build-check molecule test demo bench gpu-check clean
+.PHONY: check machine-check fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit compat functional build-check molecule test demo bench gpu-check clean
 
 help:
+	@echo "make check   - first run this: yamllint, ansible-lint and the unit tests, as any user, in a venv in the checkout (.venv)"
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest (unit tests and sanity on 2.20 too), build check, molecule"
 	@echo "make compat  - ansible-test sanity and the unit tests on the oldest supported ansible-core (2.20)"
-	@echo "make demo    - run playbooks/site.yml against the local demo test hosts (inventories/demo)"
+	@echo "make demo    - run site.yml against the local demo test hosts (inventories/demo)"
 	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), site.yml no-change one host vs two (demo hosts), rolling restart through the gateway (fleet)"
 	@echo "make molecule S='default preflight' - run some molecule scenarios"
 	@echo "make gpu-check - on a real NVIDIA host: facts, preflight, driver, device access, P2P; one JSON verdict"
 
 venv:
 	@$(DEVENV); dev_venv
+
+# The contributor's quick path: lint and unit tests as any user, writing nothing outside the checkout but ~/.ansible
+# and the temp directory: the venv is .venv (requirements-dev.txt, the first Python >= 3.12 that devenv.sh finds,
+# LLMSERVE_PYTHON to choose), the collection tree the committed collections/. No root, podman, /var/cache, engine or
+# gateway assets; the unit tests that need one of those say so in their skip reason.
+check:
+	@start=$$(date +%s); \
+	  $(MAKE) --no-print-directory lint unit LLMSERVE_VENV="$(CURDIR)/.venv" LLMSERVE_TREE="$(CURDIR)/collections" \
+	    LLMSERVE_VENV_REQUIREMENTS="$(CURDIR)/requirements-dev.txt" LLMSERVE_SYSTEM_PACKAGES=no PYTEST_ARGS=-rs; \
+	  echo "make check: lint and unit tests passed in $$(( $$(date +%s) - start ))s"
 
 # What test, demo and bench assume about the machine (root, Debian 12, Python 3.12, disk, loopback, the checkout's
 # path), checked in a fraction of a second before minutes of work; LLMSERVE_MACHINE_CHECK=warn goes on regardless.
@@ -64,7 +75,7 @@ sanity: venv
 # unit: the code alone (no engine, no gateway build); functional: real servers (SGLang on CPU, smg, stand-ins)
 unit: venv
 	@$(RUN) echo "== pytest tests/unit ($$(ansible --version | sed -n 1p))"; \
-	  pytest -q -p no:cacheprovider tests/unit
+	  pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests/unit
 
 # The same sanity and unit tests on the oldest ansible-core that meta/runtime.yml admits (requirements-compat.txt).
 compat:

@@ -35,5 +35,5 @@ for name in "${!demo_hosts[@]}"; do
 done
 
 [ "${LLMSERVE_DEMO_HOSTS_ONLY:-0}" = 1 ] && exit 0
-ansible-playbook playbooks/site.yml -i inventories/demo "$@"
+ansible-playbook site.yml -i inventories/demo "$@"
 echo "demo hosts stay up for the next run; remove them with: podman rm -f ${!demo_hosts[*]}"

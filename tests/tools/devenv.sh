@@ -11,17 +11,29 @@ DEV_TREE="$LLMSERVE_CACHE/trees/$(printf '%s' "$DEV_ROOT" | sha256sum | cut -c1-
 
 dev_log() { printf '[devenv %(%T)T] %s\n' -1 "$*" >&2; }
 
-# ansible-core 2.20 and 2.21 need Python >= 3.12 on the controller: prefer pyenv's 3.12, else python3.12 on PATH.
+# ansible-core 2.20 and 2.21 need Python >= 3.12 on the controller: LLMSERVE_PYTHON when set, else pyenv's 3.12
+# (what CI uses), else python3.12, python3.13 or python3.14 on PATH (distribution packages, `uv python install`).
+# tests/tools/machine_check.py (find_python) looks in the same places.
 dev_python() {
   local p
+  if [ -n "${LLMSERVE_PYTHON:-}" ]; then
+    if "$LLMSERVE_PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      command -v "$LLMSERVE_PYTHON"
+      return 0
+    fi
+    dev_log "LLMSERVE_PYTHON=$LLMSERVE_PYTHON is not a Python >= 3.12 that runs"
+    return 1
+  fi
   for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
     [ -x "$p" ] && { printf '%s\n' "$p"; return 0; }
   done
-  if command -v python3.12 >/dev/null && python3.12 -c 'import sys' 2>/dev/null; then
-    command -v python3.12
-    return 0
-  fi
-  dev_log "no Python 3.12 found (looked in pyenv versions and PATH); ansible-core 2.20+ needs it"
+  for p in python3.12 python3.13 python3.14; do
+    if command -v "$p" >/dev/null && "$p" -c 'import sys' 2>/dev/null; then
+      command -v "$p"
+      return 0
+    fi
+  done
+  dev_log "no Python >= 3.12 (ansible-core 2.21 needs it): install one (the distribution's python3.12, \`pyenv install 3.12\` or \`uv python install 3.12\`) or set LLMSERVE_PYTHON=/path/to/python3.12"
   return 1
 }
 
@@ -42,13 +54,17 @@ dev_system_packages() {
 # names requirements-compat.txt and a venv of its own), rebuilt when that file changes.
 dev_venv() {
   local venv=$LLMSERVE_VENV req=${LLMSERVE_VENV_REQUIREMENTS:-$DEV_ROOT/requirements-dev.txt} want have py
-  dev_system_packages
+  # make check needs none of them (no sanity; the firewall test skips without nft) and may run without root
+  [ "${LLMSERVE_SYSTEM_PACKAGES:-yes}" = no ] || dev_system_packages
   want=$(sha256sum "$req" | cut -c1-16)
   have=$(cat "$venv/.llmserve-stamp" 2>/dev/null || true)
   if [ "$want" = "$have" ] && [ -x "$venv/bin/ansible-playbook" ]; then
     return 0
   fi
   py=$(dev_python)
+  # the interpreter's own file: a venv made through a link in another directory (uv's ~/.local/bin/python3.12)
+  # looks for the standard library next to the link and cannot even run ensurepip
+  py=$(readlink -f "$py")
   dev_log "building $venv from $(basename "$req") with $py"
   rm -rf "$venv"
   "$py" -m venv "$venv"
@@ -56,8 +72,13 @@ dev_venv() {
   printf '%s\n' "$want" > "$venv/.llmserve-stamp"
 }
 
-# ansible_collections/llmserve/sglang -> this checkout (a symlink: edits are live).
+# ansible_collections/llmserve/sglang -> this checkout (a symlink: edits are live). LLMSERVE_TREE names a tree
+# that exists already (make check: the committed collections/ of the checkout, so nothing is written outside it).
 dev_tree() {
+  if [ -n "${LLMSERVE_TREE:-}" ]; then
+    printf '%s\n' "$LLMSERVE_TREE"
+    return 0
+  fi
   mkdir -p "$DEV_TREE/ansible_collections/llmserve"
   ln -sfn "$DEV_ROOT" "$DEV_TREE/ansible_collections/llmserve/sglang"
   printf '%s\n' "$DEV_TREE"
@@ -71,7 +92,9 @@ dev_sanity_tree() {
   rm -rf "$dst"
   mkdir -p "$dst"
   # files deleted in the work tree but still in the index are skipped by --ignore-failed-read
-  (cd "$DEV_ROOT" && git ls-files -z --cached --others --exclude-standard |
+  # collections/ (the checkout linked as llmserve.sglang for the root playbooks) is not shipped (build_ignore):
+  # sanity checks what ships, and the copy holds no link back to the checkout
+  (cd "$DEV_ROOT" && git ls-files -z --cached --others --exclude-standard -- . ':!:collections' |
     tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -C "$dst" -xf -
   printf '%s\n' "$dst"
 }

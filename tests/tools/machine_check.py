@@ -92,14 +92,21 @@ def loopback_works():
     return None
 
 
-def find_python312(env):
-    """The interpreter tests/tools/devenv.sh would take: pyenv's 3.12 first, then python3.12 on PATH."""
+def find_python(env):
+    """The interpreter tests/tools/devenv.sh would take: LLMSERVE_PYTHON, pyenv's 3.12, then python3.12, python3.13
+    or python3.14 on PATH (ansible-core 2.21 needs >= 3.12)."""
+    if env.get("LLMSERVE_PYTHON"):
+        return shutil.which(env["LLMSERVE_PYTHON"], path=env.get("PATH"))
     pyenv = env.get("PYENV_ROOT") or os.path.join(env.get("HOME", "/root"), ".pyenv")
     candidates = sorted(glob.glob(os.path.join(pyenv, "versions", "3.12.*", "bin", "python3.12")))
     candidates = [c for c in candidates if os.access(c, os.X_OK)]
     if candidates:
         return candidates[0]
-    return shutil.which("python3.12", path=env.get("PATH"))
+    for name in ("python3.12", "python3.13", "python3.14"):
+        found = shutil.which(name, path=env.get("PATH"))
+        if found:
+            return found
+    return None
 
 
 def gather(checkout, env, os_release="/etc/os-release"):
@@ -131,7 +138,7 @@ def gather(checkout, env, os_release="/etc/os-release"):
     return {
         "euid": os.geteuid(),
         "os_release": release,
-        "python312": find_python312(env),
+        "python312": find_python(env),
         "disks": disks,
         "loopback_error": loopback_works(),
         "checkout": os.path.abspath(checkout),
@@ -157,8 +164,8 @@ def evaluate(facts, purpose="test"):
                         "Debian 12 (bookworm) (LLMSERVE_MACHINE_CHECK=warn tries anyway)"
                         % (release.get("PRETTY_NAME") or "unknown (no /etc/os-release)"))
     if not facts["python312"]:
-        problems.append("no Python 3.12: ansible-core 2.20+ needs it on the controller; looked in pyenv's versions "
-                        "($PYENV_ROOT or ~/.pyenv) and PATH")
+        problems.append("no Python 3.12: ansible-core 2.20+ needs it (or a later one) on the controller; looked at "
+                        "LLMSERVE_PYTHON, pyenv's versions ($PYENV_ROOT or ~/.pyenv) and python3.12-3.14 on PATH")
     by_device = {}
     for label, disk in sorted(facts["disks"].items()):
         by_device.setdefault(disk.get("device", label), []).append(label)

@@ -6,7 +6,9 @@ changes nothing; links and untrusted state directories are refused before anythi
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import stat
 
 import pytest
@@ -40,8 +42,10 @@ def mode_of(path):
 
 def test_creates_directories_and_writes_files_once(tmp_path):
     conf = tmp_path / "etc" / "sglang"
-    args = {"directories": [{"path": str(conf), "owner": "root", "group": "root", "mode": "0750"}],
-            "files": [{"path": str(conf / "sglang.yaml"), "content": SECRET, "owner": "root", "mode": "0640"}],
+    # the account running the tests (root in CI, anyone under make check): chown to it needs no privilege
+    user, group = pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(os.getgid()).gr_name
+    args = {"directories": [{"path": str(conf), "owner": user, "group": group, "mode": "0750"}],
+            "files": [{"path": str(conf / "sglang.yaml"), "content": SECRET, "owner": user, "mode": "0640"}],
             "inspect": [str(conf / "sglang.yaml")], "read": [str(conf / "missing.json")]}
     first = run(args)
     assert first["changed"] is True and first["directories"][0]["changes"] == ["created"]

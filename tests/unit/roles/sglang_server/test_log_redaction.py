@@ -108,7 +108,10 @@ def _run_server_like(code, tmp_path, config=CONFIG, extra_env=None, argv=()):
     config_file = tmp_path / "sglang.yaml"
     config_file.write_text(config)
     env = {k: v for k, v in os.environ.items() if k not in ("LLMSERVE_REDACT_CONFIG", "HF_TOKEN")}
-    env.update(PYTHONPATH=os.path.abspath(PYLIB), HF_TOKEN=HF, LLMSERVE_REDACT_CONFIG=str(config_file))
+    # the unit's environment (roles/sglang_server/vars/main.yml) runs SGLang unbuffered: without it the order of
+    # text and raw byte writes depends on the caller's shell
+    env.update(PYTHONPATH=os.path.abspath(PYLIB), HF_TOKEN=HF, LLMSERVE_REDACT_CONFIG=str(config_file),
+               PYTHONUNBUFFERED="1")
     env.update(extra_env or {})
     script = tmp_path / "server.py"
     script.write_text(textwrap.dedent(code))
