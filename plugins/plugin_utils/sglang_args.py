@@ -51,6 +51,7 @@ import difflib
 import json
 import re
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int, blank
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import (
     ACCOUNT_NAME,
     ENV_NAME,
@@ -172,7 +173,6 @@ NON_NEGATIVE_INT_FLAGS = ("node_rank", "base_gpu_id", "mamba_cache_philox_rounds
 LOG_LEVELS = ("CRITICAL", "FATAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTSET")
 
 # All patterns are used with fullmatch: '$' would also match before a trailing newline.
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
 _HUMAN_INT = re.compile(r"([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?")
 # What argparse reads as a negative number (and so as a value, not an option) in a list of values.
 _NEGATIVE_NUMBER = re.compile(r"-[0-9]+|-[0-9]*\.[0-9]+")
@@ -242,21 +242,9 @@ def _suggest(word, candidates, n=3):
     return " (did you mean %s?)" % " or ".join(matches)
 
 
-def _is_blank(value):
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
 def _as_int(value):
-    """Return ``value`` as an int, or ``_UNSET`` when it is not an integer (booleans are not)."""
-    if isinstance(value, bool):
-        return _UNSET
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return _UNSET  # 4.0 is most likely a typo; keep integers strict
-    if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
-        return int(value.strip())
-    return _UNSET
+    """``value`` as an int, or ``_UNSET`` when it is not an integer (booleans are not; 4.0 is most likely a typo)."""
+    return as_int(value, _UNSET)
 
 
 def _as_float(value):
@@ -306,7 +294,7 @@ class _Config(object):
         self.rendered = {}  # dest -> list of argv tokens after the option (None = bare switch)
         self.options = {}   # name -> option, for flags the table does not know (other SGLang version)
         version = self.cfg.get("version")
-        version = "" if _is_blank(version) else str(version).strip()
+        version = "" if blank(version) else str(version).strip()
         # None: the table is the pinned release's (or no version was given), so it is the authority
         self.other_version = version if version and version.split("+", maxsplit=1)[0] != SGLANG_VERSION else None
         self.env = {}
@@ -372,7 +360,7 @@ class _Config(object):
 
     def _check_model(self):
         model_path = self.cfg.get("model_path")
-        if _is_blank(model_path):
+        if blank(model_path):
             self.err(self.var("model_path"), "is required (SGLang's --model-path)",
                      "set it to a local checkpoint directory or a Hugging Face repository id")
         elif not isinstance(model_path, str):
@@ -381,7 +369,7 @@ class _Config(object):
             self.top["model_path"] = model_path.strip()
 
         name = self.cfg.get("served_model_name")
-        if not _is_blank(name):
+        if not blank(name):
             if not isinstance(name, str):
                 self.err(self.var("served_model_name"), "must be a string, got %s" % _describe(name))
             elif ":" in name:
@@ -392,7 +380,7 @@ class _Config(object):
                 self.top["served_model_name"] = name.strip()
 
         config_path = self.cfg.get("config_path")
-        if not _is_blank(config_path):
+        if not blank(config_path):
             if not isinstance(config_path, str) or not config_path.lower().endswith((".yaml", ".yml")):
                 self.err(self.var("config_path"), "SGLang only reads a --config file ending in .yaml or .yml, got %s"
                          % _describe(config_path), "use a path like /etc/sglang/sglang.yaml")
@@ -402,7 +390,7 @@ class _Config(object):
     def _check_network(self):
         host = self.cfg.get("host")
         self.top["host_loopback"] = True
-        if not _is_blank(host):
+        if not blank(host):
             if not isinstance(host, str):
                 self.err(self.var("host"), "must be an IP address string, got %s" % _describe(host))
             else:
@@ -488,7 +476,7 @@ class _Config(object):
             else:
                 self.top["node_rank"] = number
         addr = self.cfg.get("dist_init_addr")
-        if not _is_blank(addr):
+        if not blank(addr):
             parsed = _parse_host_port(addr)
             if isinstance(parsed, str):
                 self.err(self.var("dist_init_host"), "gives the rendezvous address (--dist-init-addr) %s: %s"
@@ -498,7 +486,7 @@ class _Config(object):
                 self.top["dist_init_addr"] = addr.strip()
                 self.top["dist_init_port"] = parsed[1]
         ifname = self.cfg.get("node_ifname")
-        if not _is_blank(ifname):
+        if not blank(ifname):
             if not isinstance(ifname, str) or not _IFNAME.fullmatch(ifname.strip()) or ifname.strip() in (".", ".."):
                 self.err(self.var("node_ifname"), "must be a network interface name (at most 15 letters, digits or "
                          "_.:@-), got %s" % _describe(ifname), "e.g. eth0 or ens5f0")
@@ -508,7 +496,7 @@ class _Config(object):
     def _check_secrets(self):
         for name in ("api_key", "hf_token"):
             secret = self.cfg.get(name)
-            if _is_blank(secret):
+            if blank(secret):
                 continue
             if not isinstance(secret, str):
                 self.err(self.var(name), "must be a string, got %s" % type(secret).__name__,
@@ -543,7 +531,7 @@ class _Config(object):
         if all(spec.get(key) is None for key in known):
             return
         algorithm = spec.get("algorithm")
-        if _is_blank(algorithm):
+        if blank(algorithm):
             self.err(variable + ".algorithm", "is required when other speculative settings are given",
                      "set algorithm: NEXTN for MTP, or empty the dict to turn speculative decoding off")
         elif not isinstance(algorithm, str):
@@ -566,7 +554,7 @@ class _Config(object):
         for key in ("num_steps", "eagle_topk", "num_draft_tokens"):
             self._dedicated_value("speculative_" + key, "%s.%s" % (variable, key), spec.get(key), "spec", key)
         draft = spec.get("draft_model_path")
-        if not _is_blank(draft):
+        if not blank(draft):
             if not isinstance(draft, str):
                 self.err(variable + ".draft_model_path", "must be a string, got %s" % _describe(draft))
             elif self._no_control(variable + ".draft_model_path", draft):
@@ -637,7 +625,7 @@ class _Config(object):
 
     def _check_secret_arg(self, dest, variable, raw):
         """Secrets go to the --config file; their value is never repeated in a message."""
-        if _is_blank(raw):
+        if blank(raw):
             return
         if isinstance(raw, str) and control_problem(raw):
             self.err(variable, control_problem(raw, secret=True), "strip the value (e.g. | trim)")
@@ -974,7 +962,7 @@ class _Config(object):
 
     def _given(self, name):
         raw = self.cfg.get(name)
-        if _is_blank(raw):
+        if blank(raw):
             return None
         if not isinstance(raw, str):
             self.err(self.var(name), "must be a string, got %s" % _describe(raw))
@@ -1015,7 +1003,7 @@ class _Config(object):
         if not isinstance(validate, bool):
             self.err(self.var("probe_validate_certs"), "must be a boolean, got %s" % _describe(validate))
             validate = True
-        tls = [dest for dest in TLS_FLAGS if not _is_blank(self.args.get(dest))]
+        tls = [dest for dest in TLS_FLAGS if not blank(self.args.get(dest))]
         if len(tls) == 1:
             missing = [dest for dest in TLS_FLAGS if dest not in tls][0]
             self.err(self.arg_var(tls[0]), "SGLang serves TLS only with both %s and %s"
@@ -1445,7 +1433,7 @@ def serves_tls(args):
         return False
     for key, value in args.items():
         if isinstance(key, str) and SPELLINGS.get(normalise_flag_name(key)) == "ssl_certfile" \
-                and not _is_blank(value) and value is not False:
+                and not blank(value) and value is not False:
             return True
     return False
 
