@@ -157,7 +157,8 @@ def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
     assert "sglang_rollout_batches(sglang_rollout_serial" in order["vars"]["__sglang_rollout_batches"]
     assert "sglang_server_node_group" in order["vars"]["__sglang_rollout_batches"]
     assert release[LOCK] == {"owner": "{{ __sglang_rollout_owner }}", "state": "released"}
-    assert release["when"] == ["sglang_rollout_planned | bool", "sglang_rollout_lock is succeeded",
+    assert release["when"] == ["sglang_rollout_planned | bool", "sglang_rollout_lock is defined",
+                               "sglang_rollout_lock is succeeded",
                                "inventory_hostname not in hostvars['localhost']['sglang_rollout']['keep']"]
 
 
@@ -201,7 +202,9 @@ def test_rank_zero_comes_from_sglang_servers_public_fact():
 # --- the rollout role's lock steps ------------------------------------------------------------------------------------
 
 def test_begin_names_the_run_and_takes_the_lock_with_the_phases_lease():
-    name, take = rollout_tasks("begin")
+    name, ranges, take = rollout_tasks("begin")
+    assert ranges["vars"]["__sglang_rollout_range_problems"] == \
+        "{{ __sglang_rollout_ranges | llmserve.sglang.range_problems }}", "bad settings stop before the lock"
     assert name["run_once"] is True and name["delegate_to"] == "localhost" and name["delegate_facts"] is True
     assert name["when"] == "hostvars['localhost']['sglang_run_id'] is not defined"
     assert take[LOCK]["owner"] == "{{ __sglang_rollout_owner }}"
@@ -217,7 +220,7 @@ def test_end_releases_only_a_lock_this_play_took():
     assert report["ansible.builtin.import_tasks"] == "report.yml" and report["when"] == "sglang_rollout_report | bool"
     assert holds[LOCK]["path"] == GATEWAY_LOCK and holds[LOCK]["state"] == "released"
     assert release[LOCK] == {"owner": "{{ __sglang_rollout_owner }}", "state": "released"}
-    assert release["when"] == "sglang_rollout_lock is succeeded"
+    assert release["when"] == "sglang_rollout_lock is defined and sglang_rollout_lock is succeeded"
 
 
 def test_every_lease_comes_from_the_lease_filter():
@@ -274,9 +277,9 @@ def test_no_inline_defaults_for_the_rollout_variables():
 # --- restart.yml, rollback.yml, the audit, the rejoin play -------------------------------------------------------------
 
 def test_restart_drains_renews_restarts_and_puts_back():
-    order, restart = [p for p in load("playbooks", "restart.yml") if "tasks" in p]
-    assert steps(order["tasks"]) == ["rollout:nodes", "rollout:order"]
-    assert order["tasks"][0]["vars"] == {"sglang_rollout_resolve_nodes": True}
+    imported = [p["ansible.builtin.import_playbook"] for p in load("playbooks", "restart.yml") if "tasks" not in p]
+    assert imported == ["plays/gateway_view.yml", "plays/rollout_order.yml"]
+    (restart,) = [p for p in load("playbooks", "restart.yml") if "tasks" in p]
     assert steps(restart["tasks"]) == ["rollout:begin(restart_batch)", "rollout:drain", "rollout:renew(restart)",
                                        "sglang_server:restart", "rollout:rejoin", "rollout:end"]
     (drain,) = [t for t in flatten(restart["tasks"]) if role_of(t) == "rollout:drain"]
@@ -286,9 +289,17 @@ def test_restart_drains_renews_restarts_and_puts_back():
     assert restart["max_fail_percentage"] == "{{ sglang_rollout_max_fail_percentage }}"
 
 
-def test_rollback_restores_right_after_taking_the_lock():
-    order, rollback = [p for p in load("playbooks", "rollback.yml") if "tasks" in p]
+def test_restart_and_rollback_order_every_server_of_the_run():
+    (order,) = load("playbooks", "plays", "rollout_order.yml")
+    assert order["hosts"] == "sglang_servers"
     assert steps(order["tasks"]) == ["rollout:nodes", "rollout:order"]
+    assert order["tasks"][0]["vars"] == {"sglang_rollout_resolve_nodes": True}
+    assert "vars" not in order["tasks"][1], "not planned: every server of the run"
+
+
+def test_rollback_restores_right_after_taking_the_lock():
+    assert load("playbooks", "rollback.yml")[0]["ansible.builtin.import_playbook"] == "plays/rollout_order.yml"
+    (rollback,) = [p for p in load("playbooks", "rollback.yml") if "tasks" in p]
     assert steps(rollback["tasks"]) == ["rollout:begin(rollback)", "sglang_server:rollback", "rollout:end"]
 
 
