@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.llmserve.sglang.tests.unit.playbooks.test_playbook_locks import ROOT, flatten, load
+from ansible_collections.llmserve.sglang.tests.unit.playbooks.test_playbook_locks import flatten, load
 
 # one that climbs out of the report directory, one that names a subdirectory, one ordinary
 HOSTS = ["../../escaped", "sub/dir", "gpu-node-01"]
