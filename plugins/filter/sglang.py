@@ -18,6 +18,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import
     plan_server,
     rollout_batches,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease import LeaseError, phase_lease
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.service_host import service_problems
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.node_firewall import FirewallError, firewall_lines
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.pip_args import redact_pip_args, redact_text
@@ -142,6 +143,14 @@ def sglang_rollout_batches(hosts, serial=1, groups=None):
         raise AnsibleFilterError("sglang_rollout_batches: %s" % to_native(exc))
 
 
+def sglang_rollout_lease(phase, settings=None, gateways=0):
+    """Return the seconds of lease of the per-host lock for a phase of the operator playbooks."""
+    try:
+        return phase_lease(phase, settings, gateways)
+    except LeaseError as exc:
+        raise AnsibleFilterError("sglang_rollout_lease: %s" % to_native(exc))
+
+
 def sglang_service_problems(spec, state=None):
     """Return the rules a role's service account, group, unit name and directories break (empty when none)."""
     if not isinstance(spec, dict):
@@ -188,6 +197,7 @@ class FilterModule(object):
             "sglang_node_group_plan": sglang_node_group_plan,
             "sglang_deploy_plan": sglang_deploy_plan,
             "sglang_rollout_batches": sglang_rollout_batches,
+            "sglang_rollout_lease": sglang_rollout_lease,
             "sglang_service_problems": sglang_service_problems,
             "sglang_pip_redact": sglang_pip_redact,
             "sglang_node_firewall": sglang_node_firewall,

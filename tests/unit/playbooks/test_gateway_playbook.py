@@ -1,12 +1,12 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""playbooks/gateway.yml: the gateway role runs under the per-host lock, with a lease that outlasts the role's own
-waits (read from its tasks), and the playbook parses against the example inventory."""
+"""playbooks/gateway.yml: the gateway role runs under the per-host lock and the gateway lock (their lease, the gateway
+phase's, is tested with the other leases in tests/unit/plugins/plugin_utils/test_rollout_lease.py), and the playbook
+parses against the example inventory."""
 
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys
@@ -19,30 +19,12 @@ from ansible_collections.llmserve.sglang.tests.unit.playbooks.test_playbook_lock
     ROOT,
     flatten,
     load,
-    render,
     role_of,
 )
-
-PER_CALL_OVERHEAD = 1.0  # Ansible's own time per module run, on top of the module's timeout
 
 
 def gateway_play():
     return load("playbooks", "gateway.yml")[1]
-
-
-def role_worst_case(variables):
-    """Seconds the role's verify.yml may wait at most: each wait_for_endpoint's timeout, the worker listing retried."""
-    total = 0.0
-    for task in load("roles", "sglang_gateway", "tasks", "verify.yml"):
-        if "llmserve.sglang.wait_for_endpoint" not in task:
-            continue
-        timeout = render(str(task["llmserve.sglang.wait_for_endpoint"]["timeout"]), variables)
-        if "until" in task:
-            tries = render(str(task["vars"]["__sglang_gateway_workers_tries"]), variables)
-            total += tries * (timeout + PER_CALL_OVERHEAD) + (tries - 1) * float(task["delay"])
-        else:
-            total += timeout + PER_CALL_OVERHEAD
-    return total
 
 
 def test_the_role_runs_between_taking_and_releasing_the_lock():
@@ -52,34 +34,24 @@ def test_the_role_runs_between_taking_and_releasing_the_lock():
     for task in flatten(gateway_play()["tasks"]):
         if LOCK in task:
             path = task[LOCK].get("path")
-            assert path in (None, GATEWAY_LOCK)
-            steps.append(("gateway-lock:" if path else "lock:") + task[LOCK].get("state", "acquired"))
+            assert path == GATEWAY_LOCK
+            steps.append("gateway-lock:" + task[LOCK].get("state", "acquired"))
             assert "always" in task.get("tags", [])
             assert task[LOCK].get("mode", "exclusive") == "exclusive"
+            if "lease" in task[LOCK]:
+                assert task[LOCK]["lease"] == "{{ __sglang_lock_lease_gateway }}", "the host lock's lease"
         elif role_of(task):
             steps.append(role_of(task))
-    assert steps == ["lock:acquired", "gateway-lock:acquired", "sglang_gateway", "gateway-lock:released",
-                     "lock:released"]
+            if role_of(task).startswith("rollout:"):
+                assert "always" in task.get("tags", [])
+    assert steps == ["rollout:begin", "gateway-lock:acquired", "sglang_gateway", "gateway-lock:released",
+                     "rollout:end"]
+    (begin,) = [t for t in gateway_play()["tasks"] if role_of(t) == "rollout:begin"]
+    assert begin["vars"] == {"sglang_rollout_phase": "gateway"}
     block = [t for t in gateway_play()["tasks"] if "block" in t][0]
     take, release = block["block"][0], block["always"][0]
     assert take[LOCK].get("path") == GATEWAY_LOCK and release[LOCK].get("path") == GATEWAY_LOCK
     assert "%s is succeeded" % take["register"] in release["when"], "a lock that was not taken is not released"
-
-
-@pytest.mark.parametrize("overrides", [{}, {"sglang_gateway_workers_timeout": 600, "sglang_gateway_ready_timeout": 30},
-                                       {"sglang_lock_lease": 60, "sglang_gateway_workers_timeout": 1}])
-def test_the_lease_outlasts_the_roles_waits(overrides):
-    variables = dict(load("roles", "sglang_gateway", "defaults", "main.yml"), **gateway_play()["vars"])
-    variables.update(overrides)
-    takes = [t for t in flatten(gateway_play()["tasks"]) if LOCK in t and "state" not in t[LOCK]]
-    assert len(takes) == 2, "the host's lock and the gateway lock"
-    for take in takes:
-        lease = render(str(take[LOCK]["lease"]), variables)
-        stop = variables["sglang_gateway_shutdown_grace_period"] + 30  # TimeoutStopSec
-        install = float(variables.get("sglang_lock_install_seconds", 1800))
-        margin = float(variables.get("sglang_lock_lease", 300))
-        assert lease >= install + stop + role_worst_case(variables) + margin, (lease, role_worst_case(variables))
-        assert math.isfinite(lease)
 
 
 def test_syntax_check_with_the_example_inventory():

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The report files of a host stay in the run's report directory whatever its inventory name is (issue 24 #8): the
-gateway playbook's report task and playbooks/tasks/host_report.yml, run for real on hosts named ``../../x``."""
+gateway playbook's report task and the rollout role's report entry point, run for real on hosts named ``../../x``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.llmserve.sglang.tests.unit.playbooks.test_playbook_locks import ROOT, flatten, load
+from ansible_collections.llmserve.sglang.tests.unit.playbooks.test_playbook_locks import flatten, load
 
 # one that climbs out of the report directory, one that names a subdirectory, one ordinary
 HOSTS = ["../../escaped", "sub/dir", "gpu-node-01"]
@@ -31,8 +31,6 @@ def _run(tmp_path, tasks):
         "children": {"named": {"hosts": {name: {} for name in HOSTS}}},
     }}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    # the playbooks' templates sit next to the playbook, as playbooks/templates does next to the real ones
-    os.symlink(os.path.join(ROOT, "playbooks", "templates"), str(tmp_path / "templates"))
     (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "named", "gather_facts": False, "tasks": tasks}]))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=tree, ANSIBLE_NOCOLOR="1", ANSIBLE_HOME=str(tmp_path / "home"),
                ANSIBLE_LOCALHOST_WARNING="false")
@@ -65,8 +63,8 @@ def test_gateway_reports_stay_in_the_report_directory(tmp_path):
 
 
 def test_host_reports_stay_in_the_report_directory(tmp_path):
-    tasks = [{"name": "The host report", "ansible.builtin.include_tasks": os.path.join(ROOT, "playbooks", "tasks",
-                                                                                       "host_report.yml")}]
+    tasks = [{"name": "The host report",
+              "ansible.builtin.include_role": {"name": "llmserve.sglang.rollout", "tasks_from": "report"}}]
     report_dir, written = _run(tmp_path, tasks)
     names = ("%2E.%2F..%2Fescaped", "sub%2Fdir", "gpu-node-01")
     assert written == sorted(["work/reports/run-1/report.json", "work/reports/run-1/report.md"]

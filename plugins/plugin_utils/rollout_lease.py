@@ -1,0 +1,238 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The lease of the per-host lock (``llmserve.sglang.run_lock``) for each phase of the operator playbooks.
+
+One rule for every phase: the lease is the phase's worst case (the timeouts of its steps added up) plus
+``sglang_lock_lease``. A run that dies frees the host when the lease of its current phase ends; a live run never
+loses the lock in the middle of a phase, because it renews the lock at every phase boundary with the next phase's
+lease. A phase that gets a new long step must have it added here (tests/unit/plugins/plugin_utils/
+test_rollout_lease.py reads the roles' task timeouts and fails when a lease no longer covers them).
+
+The inputs are the role variables by name. A name the play does not know yet (``restart.yml`` includes
+sglang_server only after it took the lock, so the role's defaults are not loaded then) is read from the
+collection's own ``roles/*/defaults/main.yml``: there is one default per variable, never a copy.
+"""
+
+from __future__ import annotations
+
+import os
+
+import yaml
+from ansible.module_utils.parsing.convert_bool import boolean
+
+# The variables the rules below read. roles/rollout/vars/main.yml collects those the play knows under these names.
+INPUTS = (
+    "sglang_lock_lease",
+    "sglang_lock_install_seconds",
+    "sglang_gateway_drain_timeout",
+    "sglang_gateway_healthy_timeout",
+    "sglang_audit_probe_timeout",
+    "iommu_preflight_p2p_test",
+    "iommu_preflight_p2p_timeout",
+    "nvidia_driver_apply",
+    "nvidia_driver_reboot_timeout",
+    "nvidia_driver_gpu_services",
+    "sglang_server_node_group",
+    "sglang_server_timeout_stop_sec",
+    "sglang_server_ready_timeout",
+    "sglang_server_smoke_timeout",
+    "sglang_server_speculative_check_timeout",
+    "sglang_server_speculative_on_low",
+    "sglang_gateway_shutdown_grace_period",
+    "sglang_gateway_ready_timeout",
+    "sglang_gateway_workers_timeout",
+)
+
+# iommu_preflight's P2P test may take iommu_preflight_p2p_timeout per ordered GPU pair, plus its start-up; counted
+# for 8 GPUs like the role's own task timeout (hosts with more GPUs raise sglang_lock_lease)
+P2P_GPUS = 8
+P2P_STARTUP = 120
+# restart.yml: the two 30 s probes after the readiness wait (/metrics, /server_info)
+RESTART_PROBES = 60
+# gateway.yml: the old gateway's stop (grace period + 30 s), the two 30 s probes, the worker listing's per-call slack
+GATEWAY_STOP_SLACK = 30
+GATEWAY_PROBES = 60
+GATEWAY_LISTING_SLACK = 60
+
+_ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")
+_DEFAULTS = {}
+
+
+class LeaseError(ValueError):
+    """A phase that does not exist, or a variable that is not a number of seconds."""
+
+
+def role_defaults():
+    """The collection's role defaults for the names in ``INPUTS`` (read once)."""
+    if not _DEFAULTS:
+        for role in sorted(os.listdir(_ROLES_DIR)):
+            path = os.path.join(_ROLES_DIR, role, "defaults", "main.yml")
+            if os.path.isfile(path):
+                with open(path) as handle:
+                    values = yaml.safe_load(handle) or {}
+                _DEFAULTS.update({k: v for k, v in values.items() if k in INPUTS})
+    return _DEFAULTS
+
+
+class _Settings(object):
+    """The inputs by name: the given ones first, the roles' defaults for the others."""
+
+    def __init__(self, given):
+        if given is None:
+            given = {}
+        if not isinstance(given, dict):
+            raise LeaseError("the settings must be a dict of role variables, got %s" % type(given).__name__)
+        self._given = given
+
+    def raw(self, name):
+        if name in self._given and self._given[name] is not None:
+            return self._given[name]
+        defaults = role_defaults()
+        if name not in defaults:
+            raise LeaseError("%s is not set and no role of the collection has a default for it" % name)
+        return defaults[name]
+
+    def seconds(self, name):
+        value = self.raw(name)
+        if isinstance(value, bool):
+            raise LeaseError("%s must be a whole number of seconds, got %r" % (name, value))
+        try:
+            number = int(str(value).strip()) if not isinstance(value, int) else value
+        except ValueError:
+            raise LeaseError("%s must be a whole number of seconds, got %r" % (name, value))
+        if number < 0:
+            raise LeaseError("%s must not be negative, got %d" % (name, number))
+        return number
+
+    def flag(self, name):
+        try:
+            return boolean(self.raw(name), strict=True)
+        except TypeError:
+            raise LeaseError("%s must be a boolean, got %r" % (name, self.raw(name)))
+
+    def text(self, name):
+        value = self.raw(name)
+        return "" if value is None else str(value)
+
+
+def _stop(s):
+    # a multi-node server stops rank 0, then the other nodes: twice the stop
+    return s.seconds("sglang_server_timeout_stop_sec") * (2 if s.text("sglang_server_node_group") else 1)
+
+
+def _p2p(s):
+    if not s.flag("iommu_preflight_p2p_test"):
+        return 0
+    return s.seconds("iommu_preflight_p2p_timeout") * P2P_GPUS * P2P_GPUS + P2P_STARTUP
+
+
+def _restart_and_verify(s):
+    # a restart, the readiness wait and the smoke test
+    return _stop(s) + s.seconds("sglang_server_ready_timeout") + s.seconds("sglang_server_smoke_timeout")
+
+
+def _plan(s, gateways):
+    # the preflight's P2P test, then the readiness wait of a host whose plan is empty
+    return s.seconds("sglang_lock_lease") + _p2p(s) + s.seconds("sglang_server_ready_timeout")
+
+
+def _driver(s, gateways):
+    # a reboot may take nvidia_driver_reboot_timeout; a reload stops and starts each GPU service
+    apply = s.text("nvidia_driver_apply")
+    lease = s.seconds("sglang_lock_lease")
+    if apply == "reboot":
+        lease += s.seconds("nvidia_driver_reboot_timeout")
+    elif apply == "reload":
+        services = s.raw("nvidia_driver_gpu_services") or []
+        lease += len(services) * 2 * s.seconds("sglang_server_timeout_stop_sec")
+    return lease
+
+
+def _drain(s, gateways):
+    # the start of a batch: the drain in each gateway, then the driver phase
+    return _driver(s, gateways) + s.seconds("sglang_gateway_drain_timeout") * gateways
+
+
+def _rejoin(s, gateways):
+    # back into the gateways: the wait until each one routes to the host again
+    return s.seconds("sglang_lock_lease") + s.seconds("sglang_gateway_healthy_timeout") * gateways
+
+
+def _deploy(s, gateways):
+    # sglang_server from its swap on: restart and verify, on failure the same again for the rollback, the speculative
+    # check, with sglang_server_speculative_on_low=disable one more deployment without speculation; then the rejoin
+    lease = _rejoin(s, gateways) + 2 * _restart_and_verify(s) + s.seconds("sglang_server_speculative_check_timeout")
+    if s.text("sglang_server_speculative_on_low") == "disable":
+        lease += _restart_and_verify(s)
+    return lease
+
+
+def _sglang(s, gateways):
+    # sglang_server as a whole: the install first (pip has no timeout of its own: sglang_lock_install_seconds)
+    return s.seconds("sglang_lock_install_seconds") + _deploy(s, gateways)
+
+
+def _hold(s, gateways):
+    # a drained worker's hold on each gateway's gateway lock: the rest of its batch after the drain
+    return _drain(s, gateways) + _sglang(s, gateways)
+
+
+def _restart(s, gateways):
+    # restart.yml from its renewal on: the restart, the readiness wait, the smoke test, the probes, the speculative
+    # check (a low acceptance length only writes the host's marker here), then back into the gateways
+    return (_rejoin(s, gateways) + _restart_and_verify(s) + s.seconds("sglang_server_speculative_check_timeout")
+            + RESTART_PROBES)
+
+
+def _restart_batch(s, gateways):
+    # restart.yml's whole batch: the drain in each gateway first
+    return _restart(s, gateways) + s.seconds("sglang_gateway_drain_timeout") * gateways
+
+
+def _rollback(s, gateways):
+    # the restart (stop) and the readiness wait of the restored configuration
+    return s.seconds("sglang_lock_lease") + _stop(s) + s.seconds("sglang_server_ready_timeout")
+
+
+def _audit(s, gateways):
+    # preflight.yml: the P2P test when it is on, the endpoint probe
+    return s.seconds("sglang_lock_lease") + s.seconds("sglang_audit_probe_timeout") + _p2p(s)
+
+
+def _gateway(s, gateways):
+    # gateway.yml: the install, the old gateway's stop, the role's waits (readiness, two probes, the worker listing:
+    # up to 3 x sglang_gateway_workers_timeout with its per-call timeouts)
+    return (s.seconds("sglang_lock_lease") + s.seconds("sglang_lock_install_seconds")
+            + s.seconds("sglang_gateway_shutdown_grace_period") + GATEWAY_STOP_SLACK
+            + s.seconds("sglang_gateway_ready_timeout") + GATEWAY_PROBES
+            + 3 * s.seconds("sglang_gateway_workers_timeout") + GATEWAY_LISTING_SLACK)
+
+
+PHASES = {
+    "plan": _plan,
+    "drain": _drain,
+    "driver": _driver,
+    "sglang": _sglang,
+    "deploy": _deploy,
+    "rejoin": _rejoin,
+    "hold": _hold,
+    "restart": _restart,
+    "restart_batch": _restart_batch,
+    "rollback": _rollback,
+    "audit": _audit,
+    "gateway": _gateway,
+}
+
+
+def phase_lease(phase, settings=None, gateways=0):
+    """Seconds of lease for ``phase`` (one of ``PHASES``), from the role variables in ``settings`` (a dict by name;
+    a missing name takes its role default) and the number of gateways the host goes through."""
+    if phase not in PHASES:
+        raise LeaseError("unknown phase %r (one of %s)" % (phase, ", ".join(sorted(PHASES))))
+    if isinstance(gateways, (list, tuple)):
+        gateways = len(gateways)
+    if isinstance(gateways, bool) or not isinstance(gateways, int) or gateways < 0:
+        raise LeaseError("gateways must be a count of gateways or their list, got %r" % (gateways,))
+    return PHASES[phase](_Settings(settings), gateways)
