@@ -39,7 +39,10 @@ Public functions:
 ``server_config_warnings(cfg, prefix="sglang_server_") -> list[str]``
     legal but surprising settings (SGLang rewrites them or they are deprecated).
 ``render_server_argv(cfg, prefix="sglang_server_") -> dict``
-    ``argv``/``config``/``env``/``env_file``/``p2p``/``warnings``; raises ``SGLangConfigError``.
+    ``argv``/``config``/``env``/``env_file``/``p2p``/``warnings``/``requested_backend``/``expected_server_info``;
+    raises ``SGLangConfigError``.
+``expected_server_info(speculative, args=None) -> dict``
+    the speculative fields ``/server_info`` must report for ``sglang_server_speculative`` (and ``args``).
 
 Standard library only, except ``netaddr`` (controller side) which is imported lazily for the host
 check and reported as a clear error when missing.
@@ -84,6 +87,9 @@ ADAPTIVE_DEFAULT_STEPS = (0, 1, 3, 5, 7)
 # model paths or names of the hybrid Qwen3.5 / Qwen3-Next architectures (Qwen3NextForCausalLM,
 # Qwen3_5ForConditionalGeneration, Qwen3_5MoeForConditionalGeneration) that SGLang's qwen3_5 override covers
 HYBRID_QWEN_MODEL = re.compile(r"qwen3(?:[._-]?5|[._-]?next)", re.IGNORECASE)
+# speculative_algorithm as /server_info reports it where SGLang 0.5.23 renames it at start
+# (srt/arg_groups/speculative_hook.py, _resolve_speculative_algorithm_alias): NEXTN (MTP heads) runs on the EAGLE worker.
+REPORTED_ALGORITHMS = {"NEXTN": "EAGLE"}
 # Common names for an algorithm that SGLang does not know under that name.
 ALGORITHM_HINTS = {
     "MTP": "NEXTN",
@@ -1360,6 +1366,8 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
     ``requested_backend``
         ``attention_backend``, ``prefill_attention_backend``, ``decode_attention_backend`` and ``page_size`` as
         configured, None where SGLang is left to choose.
+    ``expected_server_info``
+        as ``expected_server_info``: what ``/server_info`` must report for the speculative settings.
 
     Raises ``SGLangConfigError`` (a ``ValueError``) listing every problem when ``cfg`` does not validate.
     """
@@ -1424,7 +1432,35 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
         # what the inventory asked for (None: left to SGLang), for the report next to what SGLang chose
         "requested_backend": {dest: config.value(dest) for dest in (
             "attention_backend", "prefill_attention_backend", "decode_attention_backend", "page_size")},
+        # what the role's verification compares with /server_info once the server runs
+        "expected_server_info": expected_server_info(config.spec, config.args),
     }
+
+
+def expected_server_info(speculative, args=None):
+    """The speculative fields SGLang's ``/server_info`` must report for ``speculative`` (``sglang_server_speculative``,
+    validated) and ``args`` (``sglang_server_args``, any flag spelling).
+
+    ``speculative_algorithm`` is always there (None without speculation), under the name SGLang reports (NEXTN shows
+    as EAGLE). The step count, top-k and draft tokens are expected only where SGLang keeps what was set: for the
+    EAGLE family with ``num_steps`` given (without it SGLang picks all three) and without
+    ``--speculative-adaptive`` (which picks the steps and draft tokens at run time).
+    """
+    speculative = speculative if isinstance(speculative, dict) else {}
+    algorithm = speculative.get("algorithm")
+    if blank(algorithm):
+        return {"speculative_algorithm": None}
+    algorithm = str(algorithm).strip().upper()
+    expected = {"speculative_algorithm": REPORTED_ALGORITHMS.get(algorithm, algorithm)}
+    adaptive = any(SPELLINGS.get(normalise_flag_name(key)) == "speculative_adaptive" and value is True
+                   for key, value in (args.items() if isinstance(args, dict) else ()))
+    numbers = {key: _as_int(speculative.get(key)) for key in ("num_steps", "eagle_topk", "num_draft_tokens")}
+    if algorithm not in EAGLE_FAMILY or adaptive or numbers["num_steps"] in (None, _UNSET):
+        return expected
+    for key, number in numbers.items():
+        if number not in (None, _UNSET):
+            expected["speculative_" + key] = number
+    return expected
 
 
 def serves_tls(args):
