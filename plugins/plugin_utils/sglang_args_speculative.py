@@ -267,6 +267,9 @@ def expected_server_info(speculative, args=None):
     numbers = {key: _as_int(speculative.get(key)) for key in ("num_steps", "eagle_topk", "num_draft_tokens")}
     if algorithm not in EAGLE_FAMILY or adaptive or numbers["num_steps"] in (None, _UNSET):
         return expected
+    if numbers["eagle_topk"] == 1 and numbers["num_draft_tokens"] not in (None, _UNSET):
+        # with top-k 1 SGLang rewrites the draft tokens to steps + 1 (and warns); validation warned already
+        numbers["num_draft_tokens"] = numbers["num_steps"] + 1
     for key, number in numbers.items():
         if number not in (None, _UNSET):
             expected["speculative_" + key] = number

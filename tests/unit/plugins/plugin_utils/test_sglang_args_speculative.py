@@ -66,3 +66,14 @@ def test_the_filter_gives_what_the_render_step_gives():
     expected = FilterModule().filters()["sglang_server_info_expected"](speculative, {"max_running_requests": 64})
     assert expected == render_server_argv(dict(BASE, speculative=speculative))["expected_server_info"]
     assert FilterModule().filters()["sglang_server_info_expected"]({}) == {"speculative_algorithm": None}
+
+
+def test_top_k_one_expects_the_draft_tokens_sglang_rewrites():
+    # SGLang 0.5.23 forces num_draft_tokens = num_steps + 1 when top-k is 1 (a warning, then the rewrite): 8 becomes 4
+    speculative = {"algorithm": "NEXTN", "num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 8}
+    assert sglang_args.expected_server_info(speculative) == {
+        "speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4}
+    # top-k above 1 keeps what was set
+    speculative = dict(speculative, eagle_topk=4)
+    assert sglang_args.expected_server_info(speculative)["speculative_num_draft_tokens"] == 8
