@@ -25,6 +25,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.pip_args import re
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     DEFAULT_PREFIX,
     SGLangConfigError,
+    expected_server_info,
     probe_base_url,
     render_server_argv,
     url_path_problem,
@@ -61,6 +62,18 @@ def sglang_render(cfg, prefix=DEFAULT_PREFIX):
         return render_server_argv(cfg, prefix=prefix)
     except SGLangConfigError as exc:
         raise AnsibleFilterError(to_native(exc))
+
+
+def sglang_server_info_expected(speculative, args=None):
+    """The speculative fields ``/server_info`` must report; the same as ``sglang_render``'s ``expected_server_info``,
+    for the restart entry point, which renders nothing."""
+    if speculative is not None and not isinstance(speculative, dict):
+        raise AnsibleFilterError("sglang_server_info_expected: the input must be sglang_server_speculative (a dict), "
+                                 "got %s" % type(speculative).__name__)
+    if args is not None and not isinstance(args, dict):
+        raise AnsibleFilterError("sglang_server_info_expected: args must be sglang_server_args (a dict), got %s"
+                                 % type(args).__name__)
+    return expected_server_info(speculative, args)
 
 
 def sglang_unit_value(value, kind, variable="value"):
@@ -189,6 +202,7 @@ class FilterModule(object):
         return {
             "sglang_validate": sglang_validate,
             "sglang_render": sglang_render,
+            "sglang_server_info_expected": sglang_server_info_expected,
             "sglang_unit_value": sglang_unit_value,
             "sglang_base_url": sglang_base_url,
             "sglang_url_path": sglang_url_path,

@@ -464,4 +464,3 @@ def read_head(path, size=4096):
         return os.read(fd, size).decode("utf-8", "replace")
     finally:
         os.close(fd)
-
