@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 export LLMSERVE_CACHE ?= /var/cache/llmserve
-# The controller venv (tests/tools/devenv.sh builds it from requirements-dev.txt); LLMSERVE_VENV points elsewhere
+# The controller venv (tools/devenv.sh builds it from requirements-dev.txt); LLMSERVE_VENV points elsewhere
 # for a checkout whose requirements differ from those of the others sharing the cache.
 export LLMSERVE_VENV ?= $(LLMSERVE_CACHE)/venv
 export LLMSERVE_VENV_REQUIREMENTS ?= $(CURDIR)/requirements-dev.txt
@@ -12,17 +12,17 @@ VENV := $(LLMSERVE_VENV)
 # The oldest supported ansible-core (meta/runtime.yml), from requirements-compat.txt: `make compat` runs sanity and
 # the unit tests with a venv of its own.
 export LLMSERVE_COMPAT_VENV ?= $(LLMSERVE_CACHE)/venv-core-compat
-# The real SGLang on CPU (tests/engine): offline wheelhouse, a venv from it, a tiny local model.
+# The real SGLang on CPU (tools/engine): offline wheelhouse, a venv from it, a tiny local model.
 export LLMSERVE_SGLANG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/sglang-cpu
 export LLMSERVE_SGLANG_VENV ?= $(LLMSERVE_CACHE)/venv-sglang-cpu
 export LLMSERVE_SGLANG_MODEL ?= $(LLMSERVE_CACHE)/models/tiny-llama
 # The real SGLang model gateway (smg 1.13.0) for tests/functional/gateway: its wheels and a venv from them.
 export LLMSERVE_SMG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/smg
 export LLMSERVE_SMG_VENV ?= $(LLMSERVE_CACHE)/venv-smg
-DEVENV := source tests/tools/devenv.sh
-HOSTS := source tests/hosts/testhosts.sh
+DEVENV := source tools/devenv.sh
+HOSTS := source tools/hosts/testhosts.sh
 # Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
-# Longest first: they are dealt out to two parallel lanes (tests/tools/molecule_lanes.sh).
+# Longest first: they are dealt out to two parallel lanes (tools/molecule_lanes.sh).
 # `fleet` is not among them (about 25 min alone on 2 cores): make bench runs it, `make molecule S=fleet` too.
 SCENARIOS ?= multinode default engine hardening preflight driver wait
 S ?= $(SCENARIOS)
@@ -59,7 +59,7 @@ check:
 # What test, demo and bench assume about the machine (root, Debian 12, Python 3.12, disk, loopback, the checkout's
 # path), checked in a fraction of a second before minutes of work; LLMSERVE_MACHINE_CHECK=warn goes on regardless.
 machine-check:
-	@python3 tests/tools/machine_check.py $(MACHINE_CHECK_FOR)
+	@python3 tools/machine_check.py $(MACHINE_CHECK_FOR)
 
 hosts:
 	@$(HOSTS); th_host_setup; th_build_images
@@ -99,15 +99,15 @@ build-check: venv
 
 engine-assets:
 	@echo "== real SGLang on CPU: wheelhouse, venv, tiny model"
-	@bash tests/engine/build_wheelhouse.sh "$(LLMSERVE_SGLANG_WHEELHOUSE)" >/dev/null
-	@bash tests/engine/install_sglang_venv.sh "$(LLMSERVE_SGLANG_VENV)" "$(LLMSERVE_SGLANG_WHEELHOUSE)" >/dev/null
+	@bash tools/engine/build_wheelhouse.sh "$(LLMSERVE_SGLANG_WHEELHOUSE)" >/dev/null
+	@bash tools/engine/install_sglang_venv.sh "$(LLMSERVE_SGLANG_VENV)" "$(LLMSERVE_SGLANG_WHEELHOUSE)" >/dev/null
 	@test -f "$(LLMSERVE_SGLANG_MODEL)/config.json" || \
-	  HF_HUB_OFFLINE=1 "$(LLMSERVE_SGLANG_VENV)/bin/python" tests/engine/make_tiny_model.py "$(LLMSERVE_SGLANG_MODEL)" >/dev/null
+	  HF_HUB_OFFLINE=1 "$(LLMSERVE_SGLANG_VENV)/bin/python" tools/engine/make_tiny_model.py "$(LLMSERVE_SGLANG_MODEL)" >/dev/null
 	@echo "engine assets: $(LLMSERVE_SGLANG_WHEELHOUSE), $(LLMSERVE_SGLANG_VENV), $(LLMSERVE_SGLANG_MODEL)"
 
 gateway-assets:
 	@echo "== smg (SGLang model gateway) 1.13.0: wheelhouse, venv"
-	@bash tests/gateway/install_smg_venv.sh "$(LLMSERVE_SMG_VENV)" "$(LLMSERVE_SMG_WHEELHOUSE)" >/dev/null
+	@bash tools/gateway/install_smg_venv.sh "$(LLMSERVE_SMG_VENV)" "$(LLMSERVE_SMG_WHEELHOUSE)" >/dev/null
 	@echo "gateway assets: $(LLMSERVE_SMG_WHEELHOUSE), $(LLMSERVE_SMG_VENV)"
 
 # Fixture host trees, rebuilt only when the manifests change (running test hosts bind-mount the directory).
@@ -120,29 +120,29 @@ fixtures:
 
 wheelhouse-standin:
 	@mkdir -p $(LLMSERVE_CACHE)/wheelhouse/standin; rm -f $(LLMSERVE_CACHE)/wheelhouse/standin/*.whl; \
-	  bash tests/standin/build_wheel.sh $(LLMSERVE_CACHE)/wheelhouse/standin >/dev/null
+	  bash tools/standin/build_wheel.sh $(LLMSERVE_CACHE)/wheelhouse/standin >/dev/null
 
 molecule: venv hosts fixtures wheelhouse-standin engine-assets
 	@$(RUN) $(HOSTS); th_teardown $(S); trap 'th_teardown $(S)' EXIT; \
 	  for s in $(S); do rm -f $(LLMSERVE_CACHE)/molecule-logs/molecule-$$s.result; done; \
-	  bash tests/tools/molecule_lanes.sh $(LLMSERVE_CACHE)/molecule-logs $(S)
+	  bash tools/molecule_lanes.sh $(LLMSERVE_CACHE)/molecule-logs $(S)
 
 test: MACHINE_CHECK_FOR := test
 test: machine-check lint sanity unit compat functional build-check molecule
 
 demo: MACHINE_CHECK_FOR := demo
 demo: machine-check venv hosts fixtures wheelhouse-standin engine-assets
-	@$(RUN) bash tests/tools/demo.sh
+	@$(RUN) bash tools/demo.sh
 
 bench: MACHINE_CHECK_FOR := bench
 bench: machine-check venv hosts fixtures wheelhouse-standin engine-assets gateway-assets
-	@$(RUN) bash tests/bench/run.sh
+	@$(RUN) bash tools/bench/run.sh
 
 # On a real NVIDIA host, with the host's own Python (torch's, for the CUDA runtime); no Ansible, no network.
-# GPU_CHECK_ARGS passes options (see tests/gpu/README.md); PYTHON picks another interpreter.
+# GPU_CHECK_ARGS passes options (see tools/gpu/README.md); PYTHON picks another interpreter.
 PYTHON ?= python3
 gpu-check:
-	@$(PYTHON) tests/gpu/gpu_check.py $(GPU_CHECK_ARGS)
+	@$(PYTHON) tools/gpu/gpu_check.py $(GPU_CHECK_ARGS)
 
 clean:
 	rm -rf build reports tests/output

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 #
-# GENERATED FILE - do not edit by hand. Regenerate with: python tests/tools/gen_sglang_flags.py
+# GENERATED FILE - do not edit by hand. Regenerate with: python tools/gen_sglang_flags.py
 # (it reads the parser of the SGLang installed in $LLMSERVE_SGLANG_VENV; `make functional` fails on drift).
 """Command-line flags of SGLang 0.5.23 (``sglang serve``), as its own parser defines them.
 

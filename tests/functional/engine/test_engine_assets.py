@@ -1,12 +1,12 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Checks of the CPU SGLang test assets under tests/engine/.
+"""Checks of the CPU SGLang test assets under tools/engine/.
 
 Always run: the lock is an exact lock, the shim wheels are reproducible and say what they are,
 the wheelhouse cache key follows the shim sources.
 
-Need an installed CPU SGLang venv (tests/engine/install_sglang_venv.sh), given as
+Need an installed CPU SGLang venv (tools/engine/install_sglang_venv.sh), given as
 ``LLMSERVE_SGLANG_VENV=/path/to/venv``; skipped otherwise:
   * the venv holds exactly the locked distributions,
   * make_tiny_model.py writes byte-identical files on two runs.
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-ENGINE_DIR = Path(__file__).resolve().parents[3] / "tests" / "engine"
+ENGINE_DIR = Path(__file__).resolve().parents[3] / "tools" / "engine"
 LOCK = ENGINE_DIR / "requirements-sglang-cpu.lock.txt"
 SHIMS = ENGINE_DIR / "shims"
 MARKER = "0.0.0+llmserve.importshim"
@@ -41,9 +41,9 @@ VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "")
 WHEELHOUSE = os.environ.get("LLMSERVE_SGLANG_WHEELHOUSE", "")
 
 needs_venv = pytest.mark.skipif(
-    not VENV, reason="set LLMSERVE_SGLANG_VENV to a venv made by tests/engine/install_sglang_venv.sh")
+    not VENV, reason="set LLMSERVE_SGLANG_VENV to a venv made by tools/engine/install_sglang_venv.sh")
 needs_wheelhouse = pytest.mark.skipif(
-    not WHEELHOUSE, reason="set LLMSERVE_SGLANG_WHEELHOUSE to a wheelhouse made by tests/engine/build_wheelhouse.sh")
+    not WHEELHOUSE, reason="set LLMSERVE_SGLANG_WHEELHOUSE to a wheelhouse made by tools/engine/build_wheelhouse.sh")
 
 
 def _load(name):
@@ -190,7 +190,7 @@ def test_build_wheelhouse_refuses_a_loose_lock(tmp_path):
 def test_wheelhouse_is_complete_and_offline_ready(tmp_path):
     directory = Path(WHEELHOUSE)
     assert (directory / ".stamp").read_text().strip() == wheelhouse.stamp(str(LOCK), str(SHIMS)), \
-        "wheelhouse is stale: rerun tests/engine/build_wheelhouse.sh"
+        "wheelhouse is stale: rerun tools/engine/build_wheelhouse.sh"
     assert (directory / LOCK.name).read_bytes() == LOCK.read_bytes()
     assert wheelhouse.missing(str(LOCK), str(directory), include_shims=True) == []
     assert wheelhouse.extras(str(LOCK), str(directory)) == []

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-GENERATOR = os.path.join(ROOT, "tests", "tools", "gen_sglang_flags.py")
+GENERATOR = os.path.join(ROOT, "tools", "gen_sglang_flags.py")
 SGLANG_VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "/var/cache/llmserve/venv-sglang-cpu")
 
 

@@ -110,7 +110,7 @@ def test_plan_of_the_example_group(rendered):
 
 
 @pytest.mark.skipif(not VENV, reason="LLMSERVE_SGLANG_VENV is not set: it must name the CPU SGLang venv made by "
-                    "tests/engine/install_sglang_venv.sh (make engine-assets exports it)")
+                    "tools/engine/install_sglang_venv.sh (make engine-assets exports it)")
 def test_both_nodes_parse_with_the_real_parser(rendered, tmp_path):
     plan, result = rendered
     python = Path(VENV) / "bin" / "python"

@@ -9,7 +9,7 @@ gpu-node-01 host_vars are templated with Ansible's own Templar into the dict of 
 server configuration" task of ``roles/sglang_server/tasks/validate.yml`` (read from that file, so a change
 of the task is followed here), then ``render_server_argv`` renders it. The role's own
 ``files/sglang_parser_check.py`` then runs with the python of the CPU SGLang venv
-(``LLMSERVE_SGLANG_VENV``, built by ``tests/engine/install_sglang_venv.sh`` / ``make engine-assets``).
+(``LLMSERVE_SGLANG_VENV``, built by ``tools/engine/install_sglang_venv.sh`` / ``make engine-assets``).
 
 Three runs of the script (started together, each imports the real sglang, ~5-15 s): the example host
 (exit 0), the same line plus a misspelled flag, and the same line with a bad ``--dtype`` choice (both exit 2
@@ -36,7 +36,7 @@ VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "")
 needs_venv = pytest.mark.skipif(
     not VENV,
     reason="LLMSERVE_SGLANG_VENV is not set: it must name the CPU SGLang venv made by "
-           "tests/engine/install_sglang_venv.sh (make engine-assets exports it)")
+           "tools/engine/install_sglang_venv.sh (make engine-assets exports it)")
 
 # Order matters: later files win, as group_vars < host_vars and defaults < vars in the role.
 VAR_FILES = (

@@ -5,7 +5,7 @@
 stand-ins, started the way the role's unit starts it.
 
 * The venv: ``LLMSERVE_SMG_VENV``, else ``$LLMSERVE_CACHE/venv-smg`` when it exists (built by
-  ``tests/gateway/install_smg_venv.sh``, ``make gateway-assets``); otherwise the tests skip.
+  ``tools/gateway/install_smg_venv.sh``, ``make gateway-assets``); otherwise the tests skip.
 * The command line: the role's "Assemble the gateway configuration" task (read from
   ``roles/sglang_gateway/tasks/validate.yml``) templated with Ansible over the role's defaults and the test's
   variables, then ``render_gateway``. The process gets ``ExecStart``'s argv (``python -I smg_launch.py ...``), the
@@ -37,7 +37,7 @@ ROLE = os.path.join(ROOT, "roles", "sglang_gateway")
 # The launcher in the checkout; smg runs confined as uid 65534, which may not traverse the checkout's parents (a
 # clone in root's home directory), so the process gets launcher_copy() instead.
 LAUNCHER_SOURCE = os.path.join(ROLE, "files", "smg_launch.py")
-STANDIN_SRC = os.path.join(ROOT, "tests", "standin", "src")
+STANDIN_SRC = os.path.join(ROOT, "tools", "standin", "src")
 PR_SET_MDWE = 65
 PR_MDWE_REFUSE_EXEC_GAIN = 1
 
@@ -88,7 +88,7 @@ def smg_venv():
     if os.path.exists(os.path.join(default, "bin", "python")):
         return default, None
     return None, ("no smg venv: LLMSERVE_SMG_VENV is unset and %s does not exist; build it with "
-                  "tests/gateway/install_smg_venv.sh (make gateway-assets)" % default)
+                  "tools/gateway/install_smg_venv.sh (make gateway-assets)" % default)
 
 
 def free_port(family=socket.AF_INET, host="127.0.0.1"):
@@ -169,7 +169,7 @@ def wait_for(predicate, timeout, every=0.2):
 
 
 class StandinWorker(object):
-    """One SGLang stand-in (tests/standin), with an API key unless ``api_key`` is empty, ready at once; ``extra_env``
+    """One SGLang stand-in (tools/standin), with an API key unless ``api_key`` is empty, ready at once; ``extra_env``
     adds stand-in settings (e.g. ``LLMSERVE_STANDIN_TOKEN_SECONDS``)."""
 
     def __init__(self, tmp, index, api_key, host="127.0.0.1", extra_env=None):

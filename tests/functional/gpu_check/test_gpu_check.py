@@ -1,8 +1,8 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""`make gpu-check` (tests/gpu/gpu_check.py) run as a real process, without Ansible (python -S), over fixture trees
-copied in shape from real hosts and the stand-in CUDA runtime of tests/standin/cudart: the verdicts a real host
+"""`make gpu-check` (tools/gpu/gpu_check.py) run as a real process, without Ansible (python -S), over fixture trees
+copied in shape from real hosts and the stand-in CUDA runtime of tools/standin/cudart: the verdicts a real host
 would get, and each way it must fail."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import sys
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-SCRIPT = os.path.join(ROOT, "tests", "gpu", "gpu_check.py")
+SCRIPT = os.path.join(ROOT, "tools", "gpu", "gpu_check.py")
 MATERIALIZE = os.path.join(ROOT, "tests", "fixtures", "hosts", "materialize.py")
-CUDART_SOURCE = os.path.join(ROOT, "tests", "standin", "cudart", "cudart_standin.c")
+CUDART_SOURCE = os.path.join(ROOT, "tools", "standin", "cudart", "cudart_standin.c")
 H200 = "0000:00:06.0"
 
 

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Helpers for running the shipped p2p_check.py against the stand-in CUDA runtime (tests/standin/cudart).
+"""Helpers for running the shipped p2p_check.py against the stand-in CUDA runtime (tools/standin/cudart).
 
 The stand-in is compiled once per session with the system C compiler (``$CC`` or ``cc``); without a compiler
 these tests skip. It is installed three times in a temporary directory:
@@ -29,7 +29,7 @@ import sys
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-SOURCE = os.path.join(ROOT, 'tests', 'standin', 'cudart', 'cudart_standin.c')
+SOURCE = os.path.join(ROOT, 'tools', 'standin', 'cudart', 'cudart_standin.c')
 SCRIPT = os.environ.get('LLMSERVE_P2P_CHECK_SCRIPT') or os.path.join(
     ROOT, 'roles', 'iommu_preflight', 'files', 'p2p_check.py')
 GPUS = ['0000:01:00.0', '0000:41:00.0', '0000:81:00.0']
@@ -85,7 +85,7 @@ def build_standin(tmp_path_factory):
     Skips (pytest.skip) when there is no C compiler or no /dev/shm."""
     compiler = shutil.which(os.environ.get('CC') or 'cc')
     if compiler is None:
-        pytest.skip('no C compiler (cc or $CC) to build the stand-in CUDA runtime of tests/standin/cudart')
+        pytest.skip('no C compiler (cc or $CC) to build the stand-in CUDA runtime of tools/standin/cudart')
     if not os.path.isdir(SHM):
         pytest.skip('no %s for the POSIX shared memory of the stand-in CUDA runtime' % SHM)
     directory = str(tmp_path_factory.mktemp('cudart-standin'))

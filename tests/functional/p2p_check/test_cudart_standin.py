@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The stand-in CUDA runtime itself (tests/standin/cudart): it must refuse what a real runtime refuses, or the
+"""The stand-in CUDA runtime itself (tools/standin/cudart): it must refuse what a real runtime refuses, or the
 p2p_check tests on it prove nothing. Calls go through ctypes with the real C types; the IPC handle is opened in a
 second process, as CUDA requires."""
 

@@ -5,7 +5,7 @@
 
 Nothing of the script is mocked: it loads the stand-in through ctypes, spawns its owner and writer processes,
 and those really share memory through the stand-in's IPC handles (POSIX shared memory). What the stand-in
-fakes is the GPU: it can drop, refuse or hang the writes of chosen device pairs (tests/standin/cudart/README.md).
+fakes is the GPU: it can drop, refuse or hang the writes of chosen device pairs (tools/standin/cudart/README.md).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 role's policy (sglang_spec_verdict) applied to what it measured: each branch of sglang_server_speculative_on_low
 (fail, warn, disable) is reached from a live server's numbers, and a healthy acceptance passes.
 
-The stand-in models SGLang 0.5.23's numbers (tests/standin/README.md): per-request meta_info (spec_verify_ct,
+The stand-in models SGLang 0.5.23's numbers (tools/standin/README.md): per-request meta_info (spec_verify_ct,
 spec_accept_length, e2e_latency), the cumulative avg_spec_accept_length of /server_info, the sglang:spec_* gauges,
 the backend it chose, and --speculative-adaptive's step count. About 15 s.
 """

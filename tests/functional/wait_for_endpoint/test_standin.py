@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The SGLang stand-in (tests/standin): start-up timeline, endpoints, auth, crash, command line,
+"""The SGLang stand-in (tools/standin): start-up timeline, endpoints, auth, crash, command line,
 --config files, the YAML subset reader and the wheel. Short timelines (about 1 s per phase)."""
 
 from __future__ import annotations
@@ -337,7 +337,7 @@ def test_parity_with_real_sglang_parser():
 
 
 def test_wheel_contents_and_runs_from_the_zip(tmp_path):
-    build = subprocess.run(["bash", os.path.join(ROOT, "tests", "standin", "build_wheel.sh"), str(tmp_path)],
+    build = subprocess.run(["bash", os.path.join(ROOT, "tools", "standin", "build_wheel.sh"), str(tmp_path)],
                            capture_output=True, text=True, timeout=60, check=False)
     assert build.returncode == 0, build.stderr
     wheel = build.stdout.strip()
@@ -359,7 +359,7 @@ def test_wheel_contents_and_runs_from_the_zip(tmp_path):
             assert digest == expected and int(size) == len(data), name
         assert not any("__pycache__" in n for n in names)
     # a second build is byte-identical
-    again = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "standin", "build_wheel.py"),
+    again = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "standin", "build_wheel.py"),
                             str(tmp_path / "again")], capture_output=True, text=True, timeout=60, check=False)
     with open(wheel, "rb") as one, open(again.stdout.strip(), "rb") as two:
         assert one.read() == two.read()

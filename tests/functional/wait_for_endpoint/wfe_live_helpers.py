@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
-STANDIN_SRC = os.path.join(ROOT, "tests", "standin", "src")
+STANDIN_SRC = os.path.join(ROOT, "tools", "standin", "src")
 TREE = os.environ["LLMSERVE_PYTEST_TREE"]  # set by the root conftest.py
 MODULE = "ansible_collections.llmserve.sglang.plugins.modules.wait_for_endpoint"
 HANG = "hang"

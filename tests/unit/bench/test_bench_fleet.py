@@ -5,7 +5,7 @@ import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SPEC = importlib.util.spec_from_file_location("bench_fleet", os.path.join(HERE, "..", "..", "bench", "bench_fleet.py"))
+SPEC = importlib.util.spec_from_file_location("bench_fleet", os.path.join(HERE, "..", "..", "..", "tools", "bench", "bench_fleet.py"))
 bench_fleet = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(bench_fleet)
 

@@ -4,7 +4,7 @@ import importlib.util
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SPEC = importlib.util.spec_from_file_location("bench_site", os.path.join(HERE, "..", "..", "bench", "bench_site.py"))
+SPEC = importlib.util.spec_from_file_location("bench_site", os.path.join(HERE, "..", "..", "..", "tools", "bench", "bench_site.py"))
 bench_site = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(bench_site)
 

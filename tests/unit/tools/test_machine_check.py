@@ -12,7 +12,7 @@ import time
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, "..", "..", "tools", "machine_check.py")
+SCRIPT = os.path.join(HERE, "..", "..", "..", "tools", "machine_check.py")
 SPEC = importlib.util.spec_from_file_location("machine_check", SCRIPT)
 machine_check = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(machine_check)

@@ -23,8 +23,8 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags impor
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-GENERATOR = os.path.join(ROOT, "tests", "tools", "gen_sglang_flags.py")
-STANDIN_SRC = os.path.join(ROOT, "tests", "standin", "src")
+GENERATOR = os.path.join(ROOT, "tools", "gen_sglang_flags.py")
+STANDIN_SRC = os.path.join(ROOT, "tools", "standin", "src")
 KEYS = {"option", "aliases", "negation", "kind", "type", "nargs", "required", "default", "choices", "deprecated"}
 
 

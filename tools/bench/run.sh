@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# make bench: wait_for_endpoint vs ansible.builtin.uri + until vs the seed's curl loop, side by side; site.yml that
+# changes nothing over one demo host and over both; the rolling restart through the gateway (fleet).
+#
+#   tools/bench/run.sh [bench_wait.py options, e.g. --samples 6 --seed 20261129]
+#
+# Builds the SGLang stand-in wheel, boots one systemd test container (localhost/llmserve-testhost:bookworm,
+# named llmserve-bench-<pid>, removed on exit) for the crash sample, then runs tools/bench/bench_wait.py.
+# BENCH_NO_CRASH=1 skips the container and the crash sample. The real SGLang start-up samples use
+# $LLMSERVE_SGLANG_VENV and $LLMSERVE_SGLANG_MODEL (made by `make engine-assets`, which `make bench` runs
+# first); BENCH_NO_REAL=1 skips them. Results: reports/bench_wait.json. BENCH_NO_WAIT=1 skips this whole part.
+# Then site.yml on converged hosts (BENCH_NO_SITE=1 skips it, about 5 minutes): tools/demo.sh boots (or reuses)
+# the two demo hosts of inventories/demo, and tools/bench/bench_site.py runs site.yml over one of them (--limit) and
+# over both, alternating, BENCH_SITE_SAMPLES (default 5) times each; every run must change nothing. Targets: both hosts
+# <= 1.3 x one host and one host <= 22 s (medians), PASS/FAIL each. Results: reports/bench_site.json, logs under
+# reports/bench_site/.
+# Then the fleet (BENCH_NO_FLEET=1 skips it, about 25 minutes): `molecule test -s fleet` (one smg gateway, two
+# real SGLang CPU workers) measures a client stream through the gateway in steady state, during restart.yml and
+# during a plain restart without the drain; tools/bench/bench_fleet.py summarises it into reports/bench_fleet.json
+# (scenario log: reports/bench_fleet.log). It needs what `make molecule` needs (make bench runs those targets).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+: "${LLMSERVE_CACHE:=/var/cache/llmserve}"
+python=${BENCH_PYTHON:-$LLMSERVE_CACHE/venv/bin/python}
+[ -x "$python" ] || python=$(command -v python3)
+
+work=$(mktemp -d /tmp/llmserve-bench.XXXXXX)
+container=""
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+  if [ -n "$container" ]; then podman rm -f -t 2 "$container" >/dev/null 2>&1 || true; fi
+  rm -rf "$work/wheelhouse"
+}
+trap cleanup EXIT
+
+args=(--json "$root/reports/bench_wait.json" --workdir "$work/logs")
+if [ "${BENCH_NO_CRASH:-0}" = 1 ] || [ "${BENCH_NO_WAIT:-0}" = 1 ]; then
+  args+=(--no-crash)
+else
+  bash "$root/tools/standin/build_wheel.sh" "$work/wheelhouse" >/dev/null
+  # shellcheck source=/dev/null
+  source "$root/tools/hosts/testhosts.sh"
+  th_host_setup
+  podman image exists localhost/llmserve-testhost:bookworm || th_build_images
+  container="llmserve-bench-$$"
+  podman run -d --name "$container" --systemd=always --label owner=llmserve-bench \
+    -v "$work/wheelhouse:/opt/llmserve-wheelhouse:ro" localhost/llmserve-testhost:bookworm /sbin/init >/dev/null
+  for _ in $(seq 1 60); do
+    state=$(podman exec "$container" systemctl is-system-running 2>/dev/null || true)
+    case "$state" in running|degraded) break ;; esac
+    sleep 0.5
+  done
+  args+=(--container "$container")
+fi
+
+if [ "${BENCH_NO_REAL:-0}" != 1 ] && [ "${BENCH_NO_WAIT:-0}" != 1 ]; then
+  : "${LLMSERVE_SGLANG_VENV:=$LLMSERVE_CACHE/venv-sglang-cpu}" "${LLMSERVE_SGLANG_MODEL:=$LLMSERVE_CACHE/models/tiny-llama}"
+  if [ ! -x "$LLMSERVE_SGLANG_VENV/bin/python" ] || [ ! -f "$LLMSERVE_SGLANG_MODEL/config.json" ]; then
+    echo "bench: no real SGLang venv/model at $LLMSERVE_SGLANG_VENV / $LLMSERVE_SGLANG_MODEL;" \
+         "run 'make engine-assets' (or set BENCH_NO_REAL=1)" >&2
+    exit 2
+  fi
+  args+=(--real-venv "$LLMSERVE_SGLANG_VENV" --real-model "$LLMSERVE_SGLANG_MODEL")
+fi
+
+status=0
+if [ "${BENCH_NO_WAIT:-0}" != 1 ]; then
+  "$python" "$here/bench_wait.py" "${args[@]}" "$@" || status=$?
+fi
+
+if [ "${BENCH_NO_SITE:-0}" != 1 ]; then
+  echo "== site.yml, no change: one demo host vs both"
+  rm -rf "$root/reports/bench_site"; mkdir -p "$root/reports/bench_site"
+  if LLMSERVE_DEMO_HOSTS_ONLY=1 bash "$root/tools/demo.sh" >"$root/reports/bench_site/demo-hosts.log" 2>&1; then
+    "$python" "$here/bench_site.py" --inventory "$root/inventories/demo" \
+      --hosts llmserve-demo-debian12,llmserve-demo-debian13 --samples "${BENCH_SITE_SAMPLES:-5}" \
+      --json "$root/reports/bench_site.json" --workdir "$root/reports/bench_site" || status=1
+  else
+    echo "bench: the demo hosts did not start; see reports/bench_site/demo-hosts.log" >&2
+    status=1
+  fi
+fi
+
+if [ "${BENCH_NO_FLEET:-0}" != 1 ]; then
+  echo "== fleet: molecule test -s fleet (log: reports/bench_fleet.log)"
+  mkdir -p "$root/reports"; rm -f "$root/reports/bench_fleet_raw.json"
+  if (cd "$root" && LLMSERVE_FLEET_REPORT="$root/reports/bench_fleet_raw.json" molecule test -s fleet) \
+      >"$root/reports/bench_fleet.log" 2>&1; then
+    "$python" "$here/bench_fleet.py" "$root/reports/bench_fleet_raw.json" --json "$root/reports/bench_fleet.json" \
+      || status=1
+  else
+    echo "bench: the fleet scenario failed; last lines of reports/bench_fleet.log:" >&2
+    tail -n 40 "$root/reports/bench_fleet.log" >&2
+    status=1
+  fi
+fi
+exit "$status"
