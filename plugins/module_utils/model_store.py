@@ -258,7 +258,7 @@ def safe_join(root, rel):
     joined = os.path.join(root, rel)
     real = os.path.realpath(joined)
     if not real.startswith(real_root.rstrip("/") + "/"):
-        raise ModelStoreError("%s resolves outside %s" % (_show(rel, 300), _show(root, 300)))
+        raise ModelStoreError("%s does not resolve to a path inside %s" % (_show(rel, 300), _show(root, 300)))
     return joined
 
 

@@ -246,7 +246,7 @@ def test_safe_join(tmp_path):
     assert ms.safe_join(str(root), "inner/a.json") == str(root / "inner" / "a.json")
     assert ms.safe_join(str(root), "not/yet/there") == str(root / "not" / "yet" / "there")
     for rel in ("../outside/x", "out/x.json", "out.json", "sub/../../outside", "."):
-        with pytest.raises(ModelStoreError, match="resolves outside"):
+        with pytest.raises(ModelStoreError, match="does not resolve to a path inside"):
             ms.safe_join(str(root), rel)
     for rel in ("/etc/passwd", "", None):
         with pytest.raises(ModelStoreError, match="is not a relative path inside"):
@@ -266,14 +266,17 @@ def test_bytes_needed_counts_partial_files_as_missing():
     assert ms.bytes_needed(MANIFEST, {"a.safetensors": 1000, "b.safetensors": 500, "config.json": 20}) == 0
 
 
+# f_bfree counts the blocks kept for root as well: the store must use f_bavail.
+Statvfs = collections.namedtuple("Statvfs", "f_bavail f_frsize f_bfree")
+
+
 class FakeStatvfs:
     def __init__(self, free_blocks, frsize=4096):
         self.free_blocks, self.frsize, self.calls = free_blocks, frsize, []
 
     def __call__(self, path):
         self.calls.append(path)
-        return collections.namedtuple("statvfs", "f_bavail f_frsize f_bfree")(self.free_blocks, self.frsize,
-                                                                               self.free_blocks * 2)
+        return Statvfs(self.free_blocks, self.frsize, self.free_blocks * 2)
 
 
 def test_free_space_enough(tmp_path):
