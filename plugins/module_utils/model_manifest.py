@@ -161,7 +161,7 @@ def hash_file(path, want=("sha256",)):
         raise ValueError("unknown hash %s" % ", ".join(sorted(unknown)))
     fd = _open_regular(path)
     try:
-        digests, done, _, _ = _hash_fd(fd, want)
+        digests, done = _hash_fd(fd, want)[:2]
     finally:
         os.close(fd)
     return digests, done

@@ -321,10 +321,12 @@ def revisions_to_remove(existing, keep, referenced):
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
         raise ModelStoreError("sglang_model_keep: %s must be an integer of at least 1 (the revision being served "
                               "is always kept)" % _show(keep))
-    revisions = sorted(((mtime, name) for name, mtime in dict(existing).items() if _COMMIT.match(name)),
-                       reverse=True)
-    kept = set(name for _, name in revisions[:keep]) | set(referenced)
-    return [name for _, name in reversed(revisions) if name not in kept]
+    existing = dict(existing)
+    # newest first; the name breaks a tie so the answer does not depend on the listing order
+    newest = sorted((name for name in existing if _COMMIT.match(name)), key=lambda name: (existing[name], name),
+                    reverse=True)
+    kept = set(newest[:keep]) | set(referenced)
+    return [name for name in reversed(newest) if name not in kept]
 
 
 # --- text ----------------------------------------------------------------------------------

@@ -295,7 +295,7 @@ def test_a_file_where_a_directory_belongs_is_missing(tree):
 
 
 def test_missing_root_is_all_missing(tmp_path, tree):
-    _, manifest = tree
+    manifest = tree[1]
     result = mm.verify_tree(str(tmp_path / "none"), manifest, {}, "changed")
     assert result.missing == ["model.safetensors", "sub/config.json"] and result.extra == []
 

@@ -363,6 +363,15 @@ def test_staging_and_state_are_not_revisions():
     assert ms.revisions_to_remove(existing, 1, set()) == [_commit(1), _commit(2)]
 
 
+def test_equal_times_give_one_answer_whatever_the_listing_order():
+    names = [_commit(number) for number in (3, 1, 2)]
+    forward = dict((name, 7) for name in names)
+    backward = dict((name, 7) for name in reversed(names))
+    assert ms.revisions_to_remove(forward, 1, set()) == ms.revisions_to_remove(backward, 1, set()) == [
+        _commit(1), _commit(2)]
+    assert ms.revisions_to_remove([(name, 7) for name in names], 1, set()) == [_commit(1), _commit(2)]
+
+
 @pytest.mark.parametrize("keep", [0, -1, True, "2", 1.5, None])
 def test_keep_must_be_a_positive_integer(keep):
     with pytest.raises(ModelStoreError, match="^sglang_model_keep: .* must be an integer of at least 1"):
