@@ -1,0 +1,365 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The model store's rules: names, revisions, layout, free space, retention and progress text.
+
+Rules (each raises ``ModelStoreError`` naming the variable and the rule):
+
+``check_repo(repo)``
+    ``sglang_model_repo`` is ``org/name`` as the hub allows it; returns ``(org, name)``.
+``check_revision(revision, allow_floating)``
+    ``'commit'`` for a full 40-hex commit id, ``'floating'`` for a branch or tag when that is allowed.
+``check_file_name(path)``
+    a file name the hub lists, as a safe relative path inside a revision directory.
+``pickle_files(names)`` / ``pickle_refusal(files)``
+    the weights that are pickles (loading them runs code) and the sentence that refuses them.
+``remote_code_files(config, names)`` / ``remote_code_refusal(config, names)``
+    the Python files a ``config.json`` with ``auto_map`` makes SGLang run, and the sentence that refuses them.
+
+Layout: ``revision_dir``, ``staging_dir`` (beside it, so the final rename stays on one filesystem), ``state_file``
+and ``safe_join``.  Disk: ``bytes_needed``, ``check_free_space``, ``mount_point``.  Retention:
+``revisions_to_remove``.  Text: ``human_bytes``, ``progress_line``.
+
+Hashing, manifests and verification live in ``model_manifest``.  Standard library only: this runs on the managed
+hosts (Python 3.8+).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
+
+GIB = 1 << 30
+# The hub's own limit for each part of a repository id.
+REPO_PART_MAX = 96
+# Pickle formats: unpickling runs whatever code the file names.
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
+# The sglang_server variable that turns on SGLang's --trust-remote-code.
+TRUST_REMOTE_CODE_VAR = "sglang_server_args.trust_remote_code"
+STAGING_PREFIX = ".staging-"
+STATE_PREFIX = ".verified-"
+
+_REPO_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+_COMMIT = re.compile(r"[0-9a-f]{40}\Z")
+_HEX = re.compile(r"[0-9a-fA-F]+\Z")
+_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*\Z")
+# C0, DEL and C1 controls: never part of a file name the store writes.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_NAME_MAX = 255
+
+
+class ModelStoreError(Exception):
+    """Input the store refuses; the message names the variable (or the file) and the rule."""
+
+
+def _show(value, limit=120):
+    return printable(value if isinstance(value, str) else repr(value), limit, escape=True)
+
+
+# --- names and revisions ------------------------------------------------------------------
+
+def check_repo(repo):
+    """``(org, name)`` of ``sglang_model_repo``; ModelStoreError unless it is a hub repository id ``org/name``."""
+    rule = ("sglang_model_repo: %s must be 'org/name': two parts joined by one '/', each starting with a letter or "
+            "digit, then letters, digits, '.', '_' or '-', at most %d characters, without '..' or '--' and not "
+            "ending in '.' or '-'" % (_show(repo), REPO_PART_MAX))
+    if not isinstance(repo, str) or repo.count("/") != 1:
+        raise ModelStoreError(rule)
+    parts = repo.split("/")
+    for part in parts:
+        # '--' joins org and name in the store's directory names, so it must not occur inside either
+        # (the hub refuses it too); without it, the directory name maps back to one repository.
+        if (not _REPO_PART.match(part) or len(part) > REPO_PART_MAX or ".." in part or "--" in part
+                or part.endswith((".", "-"))):
+            raise ModelStoreError(rule)
+    return parts[0], parts[1]
+
+
+def check_revision(revision, allow_floating):
+    """``'commit'`` or ``'floating'``; ModelStoreError naming ``sglang_model_revision`` otherwise.
+
+    A floating name (branch, tag, ``refs/pr/N``) can move between two hosts' downloads, so it is refused unless
+    ``sglang_model_allow_floating_revision`` is true.  An abbreviated commit id is refused either way: the hub
+    cannot be asked which commit it means, and a branch could carry the same name.
+    """
+    if not isinstance(revision, str) or not revision:
+        raise ModelStoreError("sglang_model_revision: a commit id (40 hexadecimal digits) is required, got %s"
+                              % _show(revision))
+    if _COMMIT.match(revision):
+        return "commit"
+    if _HEX.match(revision) and len(revision) == 40:
+        raise ModelStoreError("sglang_model_revision: %s must be written in lower case, as the hub names commits"
+                              % _show(revision))
+    if _HEX.match(revision) and len(revision) >= 4:
+        raise ModelStoreError("sglang_model_revision: %s looks like an abbreviated or malformed commit id; give the "
+                              "full 40-hex commit id" % _show(revision))
+    if (not _REF.match(revision) or len(revision) > 255 or ".." in revision or "//" in revision
+            or revision.endswith(("/", ".", ".lock"))):
+        raise ModelStoreError("sglang_model_revision: %s is neither a 40-hex commit id nor a valid branch or tag name"
+                              % _show(revision))
+    if not allow_floating:
+        raise ModelStoreError("sglang_model_revision: %s is a branch or tag name, which can point at other weights "
+                              "by the time the next host fetches them; give the full 40-hex commit id, or set "
+                              "sglang_model_allow_floating_revision: true to resolve it to one commit per run"
+                              % _show(revision))
+    return "floating"
+
+
+def check_file_name(path):
+    """``path`` (a file name from the hub) when it is a plain relative path; else ModelStoreError naming the file."""
+    def refuse(rule):
+        raise ModelStoreError("model file name %s from the hub refused: %s" % (_show(path, 300), rule))
+
+    if not isinstance(path, str) or not path:
+        refuse("it is empty or not a string")
+    if _CONTROL.search(path):
+        refuse("it contains a control character")
+    if "\\" in path:
+        refuse("it contains a backslash")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        refuse("it is not valid UTF-8")
+    if path.startswith("/"):
+        refuse("it is an absolute path")
+    parts = path.split("/")
+    if any(part == "" for part in parts):
+        refuse("it has an empty component ('//' or a trailing '/')")
+    if any(part in (".", "..") for part in parts):
+        refuse("it has a '.' or '..' component")
+    if parts[0] == ".git":
+        refuse("it is inside .git/")
+    if any(len(part.encode("utf-8")) > _NAME_MAX for part in parts):
+        refuse("a component is longer than %d bytes" % _NAME_MAX)
+    return path
+
+
+def pickle_files(names):
+    """The names (sorted) whose suffix is a pickle format."""
+    return sorted(name for name in names if name.lower().endswith(PICKLE_SUFFIXES))
+
+
+def _listed(items, limit=10):
+    shown = ", ".join(_show(item, 200) for item in items[:limit])
+    if len(items) > limit:
+        shown += " and %d more" % (len(items) - limit)
+    return shown
+
+
+def pickle_refusal(files):
+    """The refusal for the pickle ``files`` (first 10 named, then a count)."""
+    return ("sglang_model_allow_pickle is false and the repository holds pickle files, which run code when they are "
+            "loaded: %s; use a revision with safetensors weights, or set sglang_model_allow_pickle: true if you "
+            "trust this repository" % _listed(list(files)))
+
+
+def _auto_map_refs(config):
+    """Every class reference under an ``auto_map`` key anywhere in ``config``."""
+    refs = []
+
+    def strings(value):
+        if isinstance(value, str):
+            refs.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                strings(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                strings(item)
+
+    def walk(value):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "auto_map":
+                    strings(item)
+                else:
+                    walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+
+    walk(config)
+    return refs
+
+
+def _code_file(ref):
+    """``(repo or None, module file)`` of ``"[org/repo--]module.Class"``."""
+    repo = None
+    if "--" in ref:
+        repo, ref = ref.split("--", 1)
+    module = ref.rsplit(".", 1)[0] if "." in ref else ref
+    return repo, module.replace(".", "/") + ".py"
+
+
+def remote_code_files(config, names):
+    """The Python files of this repository (among ``names``) that the ``auto_map`` of ``config`` would import."""
+    present = set(names)
+    files = set()
+    for ref in _auto_map_refs(config):
+        repo, module_file = _code_file(ref)
+        if repo is None and module_file in present:
+            files.add(module_file)
+    return sorted(files)
+
+
+def remote_code_refusal(config, names):
+    """The refusal when ``config`` asks for custom code (``auto_map``), else None."""
+    refs = _auto_map_refs(config)
+    if not refs:
+        return None
+    files = remote_code_files(config, names)
+    elsewhere = sorted(set("%s (from %s)" % (module_file, repo)
+                           for repo, module_file in map(_code_file, refs) if repo is not None))
+    what = _listed(files + elsewhere) or "the modules named by auto_map: %s" % _listed(sorted(set(refs)))
+    return ("the model's config.json asks for custom code (auto_map), which SGLang runs only with "
+            "--trust-remote-code: %s; set %s: true once you have read it" % (what, TRUST_REMOTE_CODE_VAR))
+
+
+# --- layout --------------------------------------------------------------------------------
+
+def _repo_dir(model_dir, org, name):
+    if (not isinstance(model_dir, str) or not model_dir.startswith("/") or model_dir.startswith("//")
+            or os.path.normpath(model_dir) != model_dir):
+        raise ModelStoreError("sglang_model_dir: %s must be an absolute, normalised path" % _show(model_dir))
+    check_repo("%s/%s" % (org, name))
+    return os.path.join(model_dir, "%s--%s" % (org, name))
+
+
+def _commit(commit):
+    if not isinstance(commit, str) or not _COMMIT.match(commit):
+        raise ModelStoreError("revision %s is not a 40-hex commit id" % _show(commit))
+    return commit
+
+
+def revision_dir(model_dir, org, name, commit):
+    """``<model_dir>/<org>--<name>/<commit>``: where a verified revision lives."""
+    return os.path.join(_repo_dir(model_dir, org, name), _commit(commit))
+
+
+def staging_dir(model_dir, org, name, commit):
+    """``<model_dir>/<org>--<name>/.staging-<commit>``: beside the revision, so renaming it into place is atomic."""
+    return os.path.join(_repo_dir(model_dir, org, name), STAGING_PREFIX + _commit(commit))
+
+
+def state_file(model_dir, org, name, commit):
+    """``<model_dir>/<org>--<name>/.verified-<commit>.json``: the last verification's record, outside the revision."""
+    return os.path.join(_repo_dir(model_dir, org, name), "%s%s.json" % (STATE_PREFIX, _commit(commit)))
+
+
+def safe_join(root, rel):
+    """``root/rel`` when it resolves (links followed) strictly inside ``root``; else ModelStoreError."""
+    if not isinstance(rel, str) or not rel or rel.startswith("/"):
+        raise ModelStoreError("%s is not a relative path inside %s" % (_show(rel, 300), _show(root, 300)))
+    real_root = os.path.realpath(root)
+    joined = os.path.join(root, rel)
+    real = os.path.realpath(joined)
+    if not real.startswith(real_root.rstrip("/") + "/"):
+        raise ModelStoreError("%s does not resolve to a path inside %s" % (_show(rel, 300), _show(root, 300)))
+    return joined
+
+
+# --- disk ----------------------------------------------------------------------------------
+
+def bytes_needed(manifest, present):
+    """Bytes still to fetch: every manifest entry not complete in ``present`` ({path: size} of finished files)."""
+    return sum(entry["size"] for entry in manifest if present.get(entry["path"]) != entry["size"])
+
+
+def _nearest_existing(path):
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def mount_point(path):
+    """The mount point of the filesystem that holds ``path`` (or its nearest existing ancestor)."""
+    path = os.path.realpath(_nearest_existing(path))
+    dev = os.stat(path).st_dev
+    while path != "/":
+        parent = os.path.dirname(path)
+        if os.stat(parent).st_dev != dev:
+            break
+        path = parent
+    return path
+
+
+def check_free_space(path, needed, margin_fraction=0.05, margin_min=GIB, statvfs=os.statvfs):
+    """``{needed, margin, free, mount}`` when the filesystem of ``path`` has room for ``needed`` bytes and a margin
+    (the larger of ``margin_fraction`` of it and ``margin_min``); else ModelStoreError naming the bytes and the
+    filesystem.  Nothing to fetch needs no room."""
+    existing = _nearest_existing(path)
+    info = statvfs(existing)
+    free = info.f_bavail * info.f_frsize
+    margin = max(int(margin_min), int(math.ceil(needed * margin_fraction))) if needed > 0 else 0
+    mount = mount_point(existing)
+    result = dict(needed=needed, margin=margin, free=free, mount=mount)
+    if needed + margin > free:
+        raise ModelStoreError(
+            "sglang_model_dir: %s needs %s (%d bytes) still to fetch plus a margin of %s, but the filesystem mounted "
+            "at %s has %s (%d bytes) free; free %s more or point sglang_model_dir at a larger filesystem"
+            % (_show(path, 300), human_bytes(needed), needed, human_bytes(margin), _show(mount, 300),
+               human_bytes(free), free, human_bytes(needed + margin - free)))
+    return result
+
+
+# --- retention -----------------------------------------------------------------------------
+
+def revisions_to_remove(existing, keep, referenced):
+    """Revisions to delete, oldest first: all but the ``keep`` newest, never one in ``referenced``.
+
+    ``existing`` maps directory names to modification times; only 40-hex names are revisions, so staging
+    directories of a running download and state files are never chosen.
+    """
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise ModelStoreError("sglang_model_keep: %s must be an integer of at least 1 (the revision being served "
+                              "is always kept)" % _show(keep))
+    existing = dict(existing)
+    # newest first; the name breaks a tie so the answer does not depend on the listing order
+    newest = sorted((name for name in existing if _COMMIT.match(name)), key=lambda name: (existing[name], name),
+                    reverse=True)
+    kept = set(newest[:keep]) | set(referenced)
+    return [name for name in reversed(newest) if name not in kept]
+
+
+# --- text ----------------------------------------------------------------------------------
+
+def human_bytes(count):
+    """``count`` bytes in binary units: ``512 B``, ``1.5 KiB``, ``244.0 GiB``."""
+    count = float(count)
+    if abs(count) < 1024:
+        return "%d B" % count
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        count /= 1024.0
+        if abs(count) < 1024:
+            return "%.1f %s" % (count, unit)
+    return "%.1f PiB" % (count / 1024.0)
+
+
+def _duration(seconds):
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return "%ds" % seconds
+    if seconds < 3600:
+        return "%dm%02ds" % divmod(seconds, 60)
+    hours, rest = divmod(seconds, 3600)
+    return "%dh%02dm" % (hours, rest // 60)
+
+
+def progress_line(done, total, rate, eta=None):
+    """``12.3 GiB / 244.0 GiB (5 %), 410.2 MiB/s, ETA 9m39s``; ``eta`` (seconds) defaults to what ``rate`` gives."""
+    line = "%s / %s" % (human_bytes(done), human_bytes(total))
+    if total:
+        line += " (%d %%)" % (min(done, total) * 100 // total)
+    if rate:
+        line += ", %s/s" % human_bytes(rate)
+        if eta is None:
+            eta = max(total - done, 0) / float(rate)
+    return line + (", ETA %s" % _duration(eta) if eta is not None else ", ETA unknown")

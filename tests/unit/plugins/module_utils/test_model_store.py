@@ -1,0 +1,398 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The model store's rules: repository, revision and file names, layout, free space, retention, progress text."""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import pytest
+
+from ansible_collections.llmserve.sglang.plugins.module_utils import model_store as ms
+from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import ModelStoreError
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import FLAGS
+from ansible_collections.llmserve.sglang.tests.unit.plugins.module_utils.source_imports import top_level_imports
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+
+def test_imports_only_the_standard_library():
+    # modules import it on the managed hosts; parsed as Python 3.8
+    assert top_level_imports(ms.__file__, (3, 8)) <= {"__future__", "math", "os", "re", "ansible_collections"}
+
+
+# --- repository -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("repo, parts", [
+    ("Qwen/Qwen3.5-122B-A10B", ("Qwen", "Qwen3.5-122B-A10B")),
+    ("a/b", ("a", "b")),
+    ("org_1/name.v2_x", ("org_1", "name.v2_x")),
+    ("o" * 96 + "/" + "n" * 96, ("o" * 96, "n" * 96)),
+])
+def test_repo_accepted(repo, parts):
+    assert ms.check_repo(repo) == parts
+
+
+@pytest.mark.parametrize("repo", [
+    "", "Qwen", "a/b/c", "/b", "a/", "../b", "a/..", "a/b..c", "-a/b", ".a/b", "_a/b", "a b/c", "a/b\n",
+    "a--b/c", "a/b--c", "a/b-", "a/b.", "o" * 97 + "/b", "a/" + "n" * 97, "a\\b", "a/b\u202e", None, 42, ["a/b"],
+])
+def test_repo_refused(repo):
+    with pytest.raises(ModelStoreError, match=r"^sglang_model_repo: .* must be 'org/name'"):
+        ms.check_repo(repo)
+
+
+def test_repo_message_escapes_what_it_quotes():
+    with pytest.raises(ModelStoreError) as err:
+        ms.check_repo("a/b\x1b[2J")
+    assert "\x1b" not in str(err.value) and "\\x1b" in str(err.value)
+
+
+# --- revision ---------------------------------------------------------------------------------
+
+def test_full_commit_is_a_commit():
+    assert ms.check_revision(COMMIT, False) == "commit"
+    assert ms.check_revision(COMMIT, True) == "commit"
+
+
+@pytest.mark.parametrize("name", ["main", "v1", "refs/pr/1", "release-2025.1", "feature/x_y"])
+def test_floating_name_refused_naming_both_variables(name):
+    with pytest.raises(ModelStoreError) as err:
+        ms.check_revision(name, False)
+    message = str(err.value)
+    assert message.startswith("sglang_model_revision: %s is a branch or tag name" % name)
+    assert "sglang_model_allow_floating_revision: true" in message
+
+
+@pytest.mark.parametrize("name", ["main", "v1", "refs/pr/1"])
+def test_floating_name_allowed(name):
+    assert ms.check_revision(name, True) == "floating"
+
+
+@pytest.mark.parametrize("allow", [False, True])
+@pytest.mark.parametrize("short", ["abc1234", "0123", COMMIT[:39], COMMIT + "0", "a" * 64])
+def test_abbreviated_commit_refused_either_way(short, allow):
+    with pytest.raises(ModelStoreError, match=r"^sglang_model_revision: .* abbreviated or malformed commit id; "
+                                              r"give the full 40-hex commit id"):
+        ms.check_revision(short, allow)
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_upper_case_commit_refused(allow):
+    with pytest.raises(ModelStoreError, match="must be written in lower case"):
+        ms.check_revision(COMMIT.upper(), allow)
+
+
+@pytest.mark.parametrize("name", ["a..b", "-main", "a b", "main/", "a//b", "x.lock", "x.", "a\x00", "a:b", "~1",
+                                  "m" * 256])
+def test_malformed_ref_refused_even_when_floating_is_allowed(name):
+    with pytest.raises(ModelStoreError, match=r"^sglang_model_revision: .* neither a 40-hex commit id nor a valid"):
+        ms.check_revision(name, True)
+
+
+@pytest.mark.parametrize("value", ["", None, 1234567])
+def test_revision_required(value):
+    with pytest.raises(ModelStoreError, match=r"^sglang_model_revision: a commit id \(40 hexadecimal digits\) is "
+                                              r"required"):
+        ms.check_revision(value, True)
+
+
+# --- file names -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.json", ".gitattributes", "sub/dir/x.json",
+                                  "a..b.txt", "model-00001-of-00050.safetensors", "日本語.txt", "x" * 255])
+def test_file_name_accepted(name):
+    assert ms.check_file_name(name) == name
+
+
+@pytest.mark.parametrize("name, rule", [
+    ("", "empty"),
+    (None, "empty"),
+    ("/etc/passwd", "absolute path"),
+    ("../x", "'..' component"),
+    ("a/../../b", "'..' component"),
+    ("..", "'..' component"),
+    ("./a", "'.' or '..' component"),
+    ("a//b", "empty component"),
+    ("a/", "empty component"),
+    ("a\\..\\b", "backslash"),
+    ("a\x00b", "control character"),
+    ("a\nb", "control character"),
+    ("a\x7f", "control character"),
+    ("a\x85", "control character"),
+    (".git/config", "inside .git/"),
+    (".git", "inside .git/"),
+    ("x" * 256, "longer than 255 bytes"),
+    ("\u00e9" * 128, "longer than 255 bytes"),
+    ("a\udc80", "not valid UTF-8"),
+])
+def test_file_name_refused(name, rule):
+    with pytest.raises(ModelStoreError) as err:
+        ms.check_file_name(name)
+    assert str(err.value).startswith("model file name ")
+    assert rule in str(err.value)
+
+
+# --- pickle and remote code -------------------------------------------------------------------
+
+def test_pickle_files_found_case_insensitively():
+    names = ["model.safetensors", "pytorch_model.BIN", "a.pt", "sub/b.pth", "c.pkl", "d.pickle", "e.ckpt",
+             "tokenizer.json", "binary.txt", "x.bin.json", "readme.md"]
+    assert ms.pickle_files(names) == ["a.pt", "c.pkl", "d.pickle", "e.ckpt", "pytorch_model.BIN", "sub/b.pth"]
+    assert ms.pickle_files(["model.safetensors", "config.json"]) == []
+
+
+def test_pickle_refusal_names_the_variable_and_the_files():
+    files = ["pytorch_model-%02d.bin" % number for number in range(12)]
+    message = ms.pickle_refusal(files)
+    assert message.startswith("sglang_model_allow_pickle is false")
+    assert "pytorch_model-09.bin and 2 more;" in message
+    assert "pytorch_model-10.bin" not in message
+    assert "sglang_model_allow_pickle: true" in message
+    assert "pytorch_model.bin;" in ms.pickle_refusal(["pytorch_model.bin"])
+
+
+AUTO_MAP = {
+    "architectures": ["XForCausalLM"],
+    "auto_map": {
+        "AutoConfig": "configuration_x.XConfig",
+        "AutoModelForCausalLM": "modeling_x.XForCausalLM",
+        "AutoTokenizer": ["tokenization_x.XTokenizer", None],
+    },
+}
+NAMES = ["config.json", "configuration_x.py", "modeling_x.py", "tokenization_x.py", "helper.py", "model.safetensors"]
+
+
+def test_remote_code_files():
+    assert ms.remote_code_files(AUTO_MAP, NAMES) == ["configuration_x.py", "modeling_x.py", "tokenization_x.py"]
+    # only files the repository has
+    assert ms.remote_code_files(AUTO_MAP, ["modeling_x.py"]) == ["modeling_x.py"]
+
+
+def test_remote_code_in_a_nested_config_and_from_another_repository():
+    config = {"text_config": {"auto_map": {"AutoModel": "org/code--modeling_y.YModel"}},
+              "vision_config": {"auto_map": {"AutoModel": "modeling_v.VModel"}}}
+    assert ms.remote_code_files(config, ["modeling_v.py", "modeling_y.py"]) == ["modeling_v.py"]
+    message = ms.remote_code_refusal(config, ["modeling_v.py"])
+    assert "modeling_v.py, modeling_y.py (from org/code);" in message
+
+
+def test_remote_code_refusal_names_the_sglang_server_variable():
+    message = ms.remote_code_refusal(AUTO_MAP, NAMES)
+    assert message.startswith("the model's config.json asks for custom code (auto_map)")
+    assert "configuration_x.py, modeling_x.py, tokenization_x.py;" in message
+    assert message.endswith("set sglang_server_args.trust_remote_code: true once you have read it")
+
+
+def test_trust_remote_code_variable_is_the_one_sglang_server_renders():
+    # sglang_server has no variable of its own for it: the flag goes through sglang_server_args
+    var, flag = ms.TRUST_REMOTE_CODE_VAR.split(".")
+    assert FLAGS[flag]["option"] == "--trust-remote-code"
+    with open(os.path.join(ROOT, "roles", "sglang_server", "defaults", "main.yml")) as handle:
+        assert "\n%s: {}\n" % var in handle.read()
+
+
+def test_remote_code_refusal_without_files_lists_the_references():
+    message = ms.remote_code_refusal({"auto_map": {"AutoModel": "modeling_z.Z"}}, ["config.json"])
+    assert "the modules named by auto_map: modeling_z.Z;" in message
+
+
+@pytest.mark.parametrize("config", [{}, {"architectures": ["LlamaForCausalLM"]}, {"auto_map": {}},
+                                    {"auto_map": None}])
+def test_no_remote_code(config):
+    assert ms.remote_code_files(config, NAMES) == []
+    assert ms.remote_code_refusal(config, NAMES) is None
+
+
+# --- layout -----------------------------------------------------------------------------------
+
+def test_layout():
+    assert ms.revision_dir("/var/lib/llmserve-models", "Qwen", "Qwen3.5-122B-A10B", COMMIT) == \
+        "/var/lib/llmserve-models/Qwen--Qwen3.5-122B-A10B/" + COMMIT
+    assert ms.staging_dir("/var/lib/llmserve-models", "Qwen", "Qwen3.5-122B-A10B", COMMIT) == \
+        "/var/lib/llmserve-models/Qwen--Qwen3.5-122B-A10B/.staging-" + COMMIT
+    assert ms.state_file("/m", "a", "b", COMMIT) == "/m/a--b/.verified-%s.json" % COMMIT
+    # the staging directory sits beside the revision: one filesystem, one rename
+    assert os.path.dirname(ms.staging_dir("/m", "a", "b", COMMIT)) == os.path.dirname(
+        ms.revision_dir("/m", "a", "b", COMMIT))
+
+
+@pytest.mark.parametrize("model_dir", ["relative", "/m/", "/m/../x", "//m", "", None])
+def test_layout_refuses_a_bad_model_dir(model_dir):
+    with pytest.raises(ModelStoreError, match="^sglang_model_dir: .* must be an absolute, normalised path"):
+        ms.revision_dir(model_dir, "a", "b", COMMIT)
+
+
+@pytest.mark.parametrize("org, name, commit", [("a", "b", "main"), ("a", "b", COMMIT[:7]), ("..", "b", COMMIT),
+                                               ("a", "b/c", COMMIT), ("a", "b", COMMIT.upper())])
+def test_layout_refuses_bad_parts(org, name, commit):
+    for build in (ms.revision_dir, ms.staging_dir, ms.state_file):
+        with pytest.raises(ModelStoreError):
+            build("/m", org, name, commit)
+
+
+def test_safe_join(tmp_path):
+    root = tmp_path / "rev"
+    (root / "sub").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "inner").symlink_to(root / "sub")
+    (root / "out").symlink_to(outside)
+    (root / "out.json").symlink_to(outside / "x.json")
+    assert ms.safe_join(str(root), "sub/a.json") == str(root / "sub" / "a.json")
+    assert ms.safe_join(str(root), "inner/a.json") == str(root / "inner" / "a.json")
+    assert ms.safe_join(str(root), "not/yet/there") == str(root / "not" / "yet" / "there")
+    for rel in ("../outside/x", "out/x.json", "out.json", "sub/../../outside", "."):
+        with pytest.raises(ModelStoreError, match="does not resolve to a path inside"):
+            ms.safe_join(str(root), rel)
+    for rel in ("/etc/passwd", "", None):
+        with pytest.raises(ModelStoreError, match="is not a relative path inside"):
+            ms.safe_join(str(root), rel)
+
+
+# --- disk -------------------------------------------------------------------------------------
+
+MANIFEST = [{"path": "a.safetensors", "size": 1000}, {"path": "b.safetensors", "size": 500},
+            {"path": "config.json", "size": 20}]
+
+
+def test_bytes_needed_counts_partial_files_as_missing():
+    assert ms.bytes_needed(MANIFEST, {}) == 1520
+    assert ms.bytes_needed(MANIFEST, {"a.safetensors": 1000, "config.json": 20}) == 500
+    assert ms.bytes_needed(MANIFEST, {"a.safetensors": 999, "b.safetensors": 500}) == 1020
+    assert ms.bytes_needed(MANIFEST, {"a.safetensors": 1000, "b.safetensors": 500, "config.json": 20}) == 0
+
+
+# f_bfree counts the blocks kept for root as well: the store must use f_bavail.
+Statvfs = collections.namedtuple("Statvfs", "f_bavail f_frsize f_bfree")
+
+
+class FakeStatvfs:
+    def __init__(self, free_blocks, frsize=4096):
+        self.free_blocks, self.frsize, self.calls = free_blocks, frsize, []
+
+    def __call__(self, path):
+        self.calls.append(path)
+        return Statvfs(self.free_blocks, self.frsize, self.free_blocks * 2)
+
+
+def test_free_space_enough(tmp_path):
+    fake = FakeStatvfs(free_blocks=(3 << 30) // 4096)
+    result = ms.check_free_space(str(tmp_path), 1 << 30, statvfs=fake)
+    assert result == dict(needed=1 << 30, margin=ms.GIB, free=3 << 30, mount=ms.mount_point(str(tmp_path)))
+    assert fake.calls == [str(tmp_path)]
+
+
+def test_free_space_margin_is_the_larger_of_fraction_and_minimum(tmp_path):
+    big = 100 * ms.GIB
+    assert ms.check_free_space(str(tmp_path), big, statvfs=FakeStatvfs(1 << 40, 1))["margin"] == 5 * ms.GIB
+    assert ms.check_free_space(str(tmp_path), 10, statvfs=FakeStatvfs(1 << 40, 1))["margin"] == ms.GIB
+    assert ms.check_free_space(str(tmp_path), 1000, margin_fraction=0.1, margin_min=0,
+                               statvfs=FakeStatvfs(1 << 40, 1))["margin"] == 100
+
+
+def test_free_space_boundary(tmp_path):
+    needed = 240 * ms.GIB
+    exact = needed + 12 * ms.GIB
+    assert ms.check_free_space(str(tmp_path), needed, statvfs=FakeStatvfs(exact, 1))["free"] == exact
+    with pytest.raises(ModelStoreError):
+        ms.check_free_space(str(tmp_path), needed, statvfs=FakeStatvfs(exact - 1, 1))
+
+
+def test_free_space_refusal_names_bytes_and_filesystem(tmp_path):
+    target = tmp_path / "models" / "Qwen--Qwen3.5-122B-A10B" / (".staging-" + COMMIT)
+    fake = FakeStatvfs(free_blocks=25 * (1 << 30) // 4096)
+    with pytest.raises(ModelStoreError) as err:
+        ms.check_free_space(str(target), 244 * ms.GIB, statvfs=fake)
+    message = str(err.value)
+    assert message.startswith("sglang_model_dir: %s needs 244.0 GiB (261993005056 bytes) still to fetch plus a "
+                              "margin of 12.2 GiB" % target)
+    assert "but the filesystem mounted at %s has 25.0 GiB (26843545600 bytes) free; free 231.2 GiB more" % (
+        ms.mount_point(str(tmp_path))) in message
+    # the nearest existing ancestor is what statvfs sees
+    assert fake.calls == [str(tmp_path)]
+
+
+def test_nothing_to_fetch_needs_no_room(tmp_path):
+    assert ms.check_free_space(str(tmp_path), 0, statvfs=FakeStatvfs(0))["margin"] == 0
+
+
+def test_mount_point_walk_on_the_real_filesystem(tmp_path):
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    mount = ms.mount_point(str(deep))
+    real = os.path.realpath(str(deep))
+    assert real == mount or real.startswith(mount.rstrip("/") + "/")
+    assert os.stat(mount).st_dev == os.stat(real).st_dev
+    assert mount == "/" or os.stat(os.path.dirname(mount)).st_dev != os.stat(mount).st_dev
+    # a path not created yet belongs to its nearest existing ancestor's filesystem
+    assert ms.mount_point(str(deep / "not" / "yet")) == mount
+
+
+@pytest.mark.skipif(not os.path.ismount("/proc"), reason="/proc is not a mount point here")
+def test_mount_point_stops_at_a_mount():
+    assert ms.mount_point("/proc/self/status") == "/proc"
+
+
+# --- retention --------------------------------------------------------------------------------
+
+def _commit(number):
+    return "%040x" % number
+
+
+def test_keeps_the_newest():
+    existing = dict((_commit(number), 1000 + number) for number in range(1, 6))
+    assert ms.revisions_to_remove(existing, 2, set()) == [_commit(1), _commit(2), _commit(3)]
+    assert ms.revisions_to_remove(existing, 5, set()) == []
+    assert ms.revisions_to_remove(existing, 9, set()) == []
+
+
+def test_never_removes_a_referenced_revision():
+    existing = dict((_commit(number), 1000 + number) for number in range(1, 6))
+    # the unit serves the oldest and the last good configuration names the second: both stay, beyond keep
+    assert ms.revisions_to_remove(existing, 1, {_commit(1), _commit(2)}) == [_commit(3), _commit(4)]
+    assert ms.revisions_to_remove(existing, 2, {_commit(5)}) == [_commit(1), _commit(2), _commit(3)]
+
+
+def test_staging_and_state_are_not_revisions():
+    existing = {_commit(1): 1, _commit(2): 2, _commit(3): 3, ".staging-" + _commit(0): 0,
+                ".verified-%s.json" % _commit(1): 0, ".tmp-x.json": 0, "README": 0, _commit(4)[:39]: 0}
+    assert ms.revisions_to_remove(existing, 1, set()) == [_commit(1), _commit(2)]
+
+
+def test_equal_times_give_one_answer_whatever_the_listing_order():
+    names = [_commit(number) for number in (3, 1, 2)]
+    forward = dict((name, 7) for name in names)
+    backward = dict((name, 7) for name in reversed(names))
+    assert ms.revisions_to_remove(forward, 1, set()) == ms.revisions_to_remove(backward, 1, set()) == [
+        _commit(1), _commit(2)]
+    assert ms.revisions_to_remove([(name, 7) for name in names], 1, set()) == [_commit(1), _commit(2)]
+
+
+@pytest.mark.parametrize("keep", [0, -1, True, "2", 1.5, None])
+def test_keep_must_be_a_positive_integer(keep):
+    with pytest.raises(ModelStoreError, match="^sglang_model_keep: .* must be an integer of at least 1"):
+        ms.revisions_to_remove({}, keep, set())
+
+
+# --- text -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("count, text", [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"),
+                                         (410 * (1 << 20) + (1 << 18), "410.2 MiB"), (244 * ms.GIB, "244.0 GiB"),
+                                         (3 << 40, "3.0 TiB"), (5 << 50, "5.0 PiB"), (1 << 60, "1024.0 PiB")])
+def test_human_bytes(count, text):
+    assert ms.human_bytes(count) == text
+
+
+def test_progress_line():
+    done, total, rate = int(12.3 * ms.GIB), 244 * ms.GIB, int(410.2 * (1 << 20))
+    assert ms.progress_line(done, total, rate, 579) == "12.3 GiB / 244.0 GiB (5 %), 410.2 MiB/s, ETA 9m39s"
+    # the ETA follows from the rate when not given
+    assert ms.progress_line(0, 100 << 20, 1 << 20) == "0 B / 100.0 MiB (0 %), 1.0 MiB/s, ETA 1m40s"
+    assert ms.progress_line(0, 10 * ms.GIB, 1 << 20).endswith("ETA 2h50m")
+    assert ms.progress_line(5, 10, 0) == "5 B / 10 B (50 %), ETA unknown"
+    assert ms.progress_line(10, 10, 5) == "10 B / 10 B (100 %), 5 B/s, ETA 0s"
+    assert ms.progress_line(0, 0, None) == "0 B / 0 B, ETA unknown"
