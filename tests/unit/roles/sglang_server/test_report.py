@@ -83,8 +83,8 @@ def test_every_place_ends_in_the_filter_with_known_keys():
             continue
         fields = (task.get("vars") or {}).get(match.group(1))
         if not isinstance(fields, dict):
-            problems.append("%s, %r: %s is not a mapping in the task's vars" % (path, task.get("name"),
-                                                                               match.group(1)))
+            problems.append("%s, %r: %s is not a mapping in the task's vars"
+                            % (path, task.get("name"), match.group(1)))
             continue
         unknown = sorted(set(fields) - set(FIELDS))
         if unknown:
