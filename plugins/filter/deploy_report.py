@@ -16,6 +16,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report impo
     report_file_name,
     server_rows,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.server_report import server_report
 
 
 def sglang_host_report(host, preflight=None, driver=None, sglang=None, gateway_out=None, gateway_in=None,
@@ -52,6 +53,14 @@ def sglang_report_file_name(host):
         raise AnsibleFilterError("sglang_report_file_name: %s" % to_native(exc))
 
 
+def sglang_server_report(fields):
+    """The role sglang_server's host report with every key (``None`` where ``fields`` has none)."""
+    try:
+        return server_report(fields)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError(to_native(exc))
+
+
 class FilterModule(object):
     """Deployment report filters."""
 
@@ -63,4 +72,5 @@ class FilterModule(object):
             "sglang_report_servers": sglang_report_servers,
             "sglang_report_text": sglang_report_text,
             "sglang_report_file_name": sglang_report_file_name,
+            "sglang_server_report": sglang_server_report,
         }
