@@ -393,7 +393,11 @@ def test_stall_times_out_after_the_download_timeout_then_retries(hostile, tmp_pa
     assert rc == 0, (answer, err)
     assert took >= 3
     gets = hostile.gets(WEIGHTS)
-    assert [(g["range"], g.get("stalled")) for g in gets] == [(None, True), (None, None)]
+    # under load a retry may time out as well; what matters: the stalled try is given up after the timeout and
+    # retried from byte 0 (the stall came inside the first chunk)
+    assert gets[0]["stalled"] and len(gets) >= 2, gets
+    assert [g["range"] for g in gets] == [None] * len(gets)
+    assert gets[1]["time"] - gets[0]["time"] >= 3
     assert "Trying to resume download" in err
     assert files_of(tmp_path / "dl")[WEIGHTS] == (TINY_MODEL / WEIGHTS).read_bytes()
 
