@@ -20,9 +20,9 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.server_report impo
 
 
 def sglang_host_report(host, preflight=None, driver=None, sglang=None, gateway_out=None, gateway_in=None,
-                       plan=None):
+                       plan=None, model=None):
     return build_host_report(host, preflight or None, driver or None, sglang or None,
-                             gateway_states(gateway_out or None, gateway_in or None), plan or None)
+                             gateway_states(gateway_out or None, gateway_in or None), plan or None, model or None)
 
 
 def sglang_host_stats(report):

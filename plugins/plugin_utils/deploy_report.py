@@ -22,6 +22,8 @@ import math
 import re
 from urllib.parse import quote
 
+from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import human_bytes
+
 NOT_RUN = "not run"
 
 # What a Python package version looks like (0.5.23, 0.5.0rc2, 0.4.6.post1, 0.5.3.dev12+g1234abc): no space, quote,
@@ -138,13 +140,40 @@ def _gateway_text(row):
     return "%s: %s" % (row.get("gateway"), ", ".join(parts))
 
 
-def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=None, plan=None):
+def _model_part(model):
+    """The sglang_model role's ``sglang_model_report`` in the report's shape: plain, typed values only."""
+    return {
+        "repo": _text_or_none(model.get("repo")),
+        "revision": _text_or_none(model.get("revision")),
+        "requested": _text_or_none(model.get("requested")),
+        "path": _text_or_none(model.get("path")),
+        "bytes": _count_or_none(model.get("bytes")),
+        "files": _count_or_none(model.get("files")),
+        "staged": bool(_flag(model.get("changed"))),
+        "downloaded_bytes": _count_or_none(model.get("downloaded_bytes")),
+        "bytes_read": _count_or_none(model.get("bytes_read")),
+        "files_hashed": _count_or_none(model.get("files_hashed")),
+        "verified": _text_or_none(model.get("verified")),
+        "removed": [str(path) for path in model.get("removed") or []],
+        "prewarm": _text_or_none(model.get("prewarm")),
+    }
+
+
+def _flag(value):
+    return value.strip().lower() in ("true", "yes", "1") if isinstance(value, str) else bool(value)
+
+
+def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=None, plan=None, model=None):
     """Return the report dict of one host. Every argument but ``host`` may be ``None``.
 
     ``gateways`` is the list from ``gateway_states`` (empty or ``None``: no gateway was touched this run);
-    ``plan`` is the site playbook's ``sglang_plan``.
+    ``plan`` is the site playbook's ``sglang_plan``; ``model`` the sglang_model role's ``sglang_model_report``
+    (repository, revision, bytes, what was downloaded, read and verified on this host).
     """
     report = {"host": host, "stages": {}}
+    if model:
+        report["stages"]["model"] = "staged" if _flag(model.get("changed")) else "verified"
+        report["model"] = _model_part(model)
     if gateways:
         report["gateways"] = list(gateways)
     if plan is not None:
@@ -246,6 +275,10 @@ def host_stats(report):
     spec = _speculative_stats(sg)
     if spec:
         stats["speculative"] = spec
+    model = report.get("model")
+    if model:
+        stats["model"] = {key: model.get(key) for key in ("repo", "revision", "bytes", "downloaded_bytes",
+                                                          "bytes_read", "verified", "staged")}
     return inert(stats)
 
 
@@ -342,6 +375,10 @@ def speculative_rows(sg):
     return rows
 
 
+def _bytes_text(value):
+    return "-" if value is None else "%s (%d bytes)" % (human_bytes(value), value) if value >= 1024 else "%d B" % value
+
+
 def _int_or_none(value):
     try:
         return int(value)
@@ -396,6 +433,16 @@ def host_rows(report):
     if sg.get("metrics_url"):
         rows.append(("Metrics", sg["metrics_url"]))
     rows += speculative_rows(sg)
+    model = report.get("model")
+    if model:
+        rows.append(("Model", "%s@%s (%s, %s files)" % (model.get("repo"), model.get("revision"),
+                                                       _bytes_text(model.get("bytes")), _fmt(model.get("files")))))
+        rows.append(("Model this run", "%s; downloaded %s, hashed %s (%s files, verify %s)%s" % (
+            "staged" if model.get("staged") else "already in the store", _bytes_text(model.get("downloaded_bytes")),
+            _bytes_text(model.get("bytes_read")), _fmt(model.get("files_hashed")), _fmt(model.get("verified")),
+            "; removed %s" % ", ".join(model["removed"]) if model.get("removed") else "")))
+        if model.get("prewarm"):
+            rows.append(("Page-cache pre-warm", model["prewarm"]))
     if report.get("gateways"):
         rows.append(("Gateways", "; ".join(_gateway_text(row) for row in report["gateways"])))
     if "plan" in report:

@@ -1,0 +1,188 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The sglang_model role's variables, checked on the controller before anything on a host changes.
+
+``model_config_problems(cfg)`` returns one message per broken rule, each naming the ``sglang_model_*`` variable.
+The name and revision rules are the model store's own (``module_utils/model_store.py``), so the role and the
+modules refuse the same things with the same words.
+
+``referenced_revisions(records, model_dir)`` reads sglang_server's command line records (``*.args.json``: the live
+unit's and the last good configuration's) and returns the directories under ``model_dir`` they load: the revisions
+retention must never remove. Controller only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import (
+    ModelStoreError,
+    check_repo,
+    check_revision,
+)
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import range_problems
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool, as_int, blank
+
+SOURCES = ("hub", "path")
+VERIFY_MODES = ("changed", "full")
+INSTALL_MODES = ("pip", "wheelhouse", "none")
+PREWARM_MODES = ("auto", "always", "never")
+# An endpoint is a base URL: scheme, host, optional port and path; never a login (the token has its own variable).
+_ENDPOINT = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/%-]*)?\Z")
+_VERSION = re.compile(r"[0-9]+(\.[0-9]+)*([a-z]+[0-9]*)?\Z")
+# The flags that name a model directory in SGLang's command line.
+MODEL_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")
+
+
+def _show(value):
+    return repr(value)[:120] if isinstance(value, str) else str(value)[:120]
+
+
+def _absolute(value):
+    return isinstance(value, str) and value.startswith("/") and not value.startswith("//") \
+        and os.path.normpath(value) == value
+
+
+def model_config_problems(cfg):
+    """Messages for every ``sglang_model_*`` rule ``cfg`` (the role's variables without the prefix) breaks."""
+    problems = []
+
+    def err(name, rule):
+        problems.append("sglang_model_%s: %s" % (name, rule))
+
+    def flag(name):
+        value = as_bool(cfg.get(name))
+        if value is None:
+            err(name, "must be true or false, got %s" % _show(cfg.get(name)))
+        return bool(value)
+
+    def choice(name, choices):
+        value = cfg.get(name)
+        if value not in choices:
+            err(name, "must be one of %s, got %s" % (", ".join(choices), _show(value)))
+        return value
+
+    allow_floating = flag("allow_floating_revision")
+    flag("allow_pickle")
+    source = choice("source", SOURCES)
+    choice("verify", VERIFY_MODES)
+    install = choice("install", INSTALL_MODES)
+    choice("prewarm", PREWARM_MODES)
+
+    # the repository and revision rules of the store itself (their messages name the variable)
+    repo = cfg.get("repo")
+    if blank(repo):
+        err("repo", "is required: the hub repository 'org/name' whose weights the hosts serve")
+    else:
+        try:
+            check_repo(repo)
+        except ModelStoreError as exc:
+            problems.append(str(exc))
+    try:
+        # a directory on the host has no branches to resolve: its revision is named by the inventory
+        check_revision(cfg.get("revision"), allow_floating and source == "hub")
+    except ModelStoreError as exc:
+        problems.append(str(exc) + (" (sglang_model_source: path names the revision the directory holds)"
+                                    if source == "path" and allow_floating else ""))
+
+    endpoint = cfg.get("hub_endpoint")
+    if not isinstance(endpoint, str):
+        err("hub_endpoint", "must be a string, got %s" % _show(endpoint))
+    elif endpoint and "@" in endpoint:
+        err("hub_endpoint", "must not hold a login (user:password@): give the token in sglang_model_hub_token, "
+                            "which never appears in a command line or a log")
+    elif endpoint and not _ENDPOINT.match(endpoint):
+        err("hub_endpoint", "must be '' (huggingface.co) or a base URL http(s)://host[:port][/path] without query, "
+                            "fragment or spaces, got %s" % _show(endpoint))
+
+    source_path = cfg.get("source_path")
+    if source == "path" and not _absolute(source_path):
+        err("source_path", "must be an absolute, normalised directory on the host when sglang_model_source is "
+                           "path, got %s" % _show(source_path))
+    if not _absolute(cfg.get("dir")) or cfg.get("dir") == "/":
+        err("dir", "must be an absolute, normalised path other than '/', got %s" % _show(cfg.get("dir")))
+    elif source == "path" and _absolute(source_path) and (
+            source_path + "/").startswith(cfg["dir"].rstrip("/") + "/"):
+        err("source_path", "must lie outside sglang_model_dir (%s): the store removes old revisions" % cfg["dir"])
+
+    problems += range_problems({
+        "sglang_model_keep": [cfg.get("keep"), 1, 1000],
+        "sglang_model_stage_throttle": [cfg.get("stage_throttle"), 1, 10000],
+        "sglang_model_stage_timeout": [cfg.get("stage_timeout"), 60, 31536000],
+        "sglang_model_progress_interval": [cfg.get("progress_interval"), 1, 3600],
+        "sglang_model_disk_margin": [cfg.get("disk_margin"), 0, 1 << 60],
+    })
+
+    margin = cfg.get("prewarm_margin")
+    number = None if isinstance(margin, bool) else as_int(margin)
+    if number is None:
+        try:
+            number = float(margin) if not isinstance(margin, bool) and margin is not None else None
+        except (TypeError, ValueError):
+            number = None
+    if number is None or number < 0 or (isinstance(number, float) and number > 1 and not number.is_integer()):
+        err("prewarm_margin", "must be a fraction of MemAvailable (0 to 1) or a number of bytes, got %s"
+            % _show(margin))
+
+    python = cfg.get("python")
+    if install == "none" and blank(python):
+        err("python", "is required when sglang_model_install is none (and sglang_server_python is not set): an "
+                      "interpreter that has huggingface_hub")
+    elif not blank(python) and not _absolute(python):
+        err("python", "must be an absolute path to an interpreter, got %s" % _show(python))
+    # the role's own virtualenv (no sglang_model_python given) installs offline from the wheelhouse in that mode
+    if install == "wheelhouse" and as_bool(cfg.get("venv")) and blank(cfg.get("wheelhouse")):
+        err("wheelhouse", "is required when sglang_model_install is wheelhouse (it follows sglang_server_wheelhouse): "
+                          "the directory of wheels on the host that holds huggingface_hub and its dependencies")
+    if as_bool(cfg.get("venv")) and (not _absolute(cfg.get("venv_path")) or cfg.get("venv_path") == "/"):
+        err("venv", "must be an absolute, normalised path other than '/', got %s" % _show(cfg.get("venv_path")))
+    version = cfg.get("hub_version")
+    if not isinstance(version, str) or not _VERSION.match(version):
+        err("hub_version", "must be a huggingface_hub release such as 1.33.0, got %s" % _show(version))
+
+    group = cfg.get("group")
+    if not isinstance(group, str) or not re.match(r"[a-z_][a-z0-9_-]*\$?\Z", group or ""):
+        err("group", "must be a group name, got %s" % _show(group))
+    return problems
+
+
+def _argv(record):
+    if isinstance(record, str):
+        try:
+            record = json.loads(record)
+        except ValueError:
+            return []
+    argv = record.get("argv") if isinstance(record, dict) else None
+    return [str(arg) for arg in argv] if isinstance(argv, list) else []
+
+
+def referenced_revisions(records, model_dir):
+    """The directories under ``model_dir`` that the command line records (dicts or JSON texts) load.
+
+    A flag may be written ``--model-path X`` or ``--model-path=X``; a path is taken as the revision directory two
+    levels below ``model_dir`` (``<dir>/<org>--<name>/<commit>``) even when it names a file or folder inside it.
+    """
+    root = model_dir.rstrip("/") + "/"
+    found = set()
+    for record in records or []:
+        argv = _argv(record)
+        for index, arg in enumerate(argv):
+            value = None
+            for flag in MODEL_FLAGS:
+                if arg == flag and index + 1 < len(argv):
+                    value = argv[index + 1]
+                elif arg.startswith(flag + "="):
+                    value = arg[len(flag) + 1:]
+            if value is None:
+                continue
+            value = os.path.normpath(value)
+            if not value.startswith(root):
+                continue
+            parts = value[len(root):].split("/")
+            if len(parts) >= 2 and parts[0] and parts[1]:
+                found.add(root + parts[0] + "/" + parts[1])
+    return sorted(found)

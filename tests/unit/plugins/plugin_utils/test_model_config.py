@@ -1,0 +1,160 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The sglang_model role's variable rules and the revisions sglang_server's command line records load."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import (
+    model_config_problems,
+    referenced_revisions,
+)
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+STORE = "/var/lib/llmserve-models"
+
+
+def cfg(**overrides):
+    base = dict(repo="Qwen/Qwen3.5-122B-A10B", revision=COMMIT, hub_endpoint="", source="hub", source_path="",
+                dir=STORE, keep=2, allow_floating_revision=False, allow_pickle=False, verify="changed",
+                disk_margin=1 << 30, python="/opt/llmserve-model-venv/bin/python", venv=True,
+                venv_path="/opt/llmserve-model-venv", install="pip", wheelhouse="", hub_version="1.33.0",
+                stage_throttle=4, stage_timeout=21600, progress_interval=15, prewarm="auto", prewarm_margin=0.2,
+                group="sglang")
+    base.update(overrides)
+    return base
+
+
+def only(problems, variable):
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(variable + ":"), problems
+    return problems[0]
+
+
+def test_the_defaults_with_a_repo_and_a_commit_are_valid():
+    assert model_config_problems(cfg()) == []
+
+
+def test_a_missing_repo_is_named():
+    assert "required" in only(model_config_problems(cfg(repo="")), "sglang_model_repo")
+
+
+@pytest.mark.parametrize("repo", ["noslash", "a/b/c", "../etc", "org/na--me", "org/name-", "/abs"])
+def test_a_repo_that_is_not_org_name_is_refused(repo):
+    only(model_config_problems(cfg(repo=repo)), "sglang_model_repo")
+
+
+def test_a_branch_is_refused_naming_the_switch():
+    text = only(model_config_problems(cfg(revision="main")), "sglang_model_revision")
+    assert "sglang_model_allow_floating_revision" in text
+
+
+def test_a_branch_is_accepted_when_floating_revisions_are_allowed():
+    assert model_config_problems(cfg(revision="main", allow_floating_revision=True)) == []
+
+
+def test_a_path_source_needs_a_commit_even_when_floating_is_allowed():
+    problems = model_config_problems(cfg(revision="main", allow_floating_revision=True, source="path",
+                                         source_path="/mnt/nfs/qwen"))
+    assert "sglang_model_source: path" in only(problems, "sglang_model_revision")
+
+
+@pytest.mark.parametrize("revision", ["0123456", COMMIT.upper(), ""])
+def test_short_upper_case_or_empty_commits_are_refused(revision):
+    only(model_config_problems(cfg(revision=revision)), "sglang_model_revision")
+
+
+@pytest.mark.parametrize("endpoint", ["https://user:pw@mirror.internal", "ftp://mirror", "mirror.internal",
+                                      "https://mirror/x?token=1", "https://mirror /x"])
+def test_an_endpoint_must_be_a_base_url_without_login(endpoint):
+    text = only(model_config_problems(cfg(hub_endpoint=endpoint)), "sglang_model_hub_endpoint")
+    assert "pw" not in text
+
+
+@pytest.mark.parametrize("endpoint", ["", "https://hf-mirror.internal", "http://10.0.0.5:8090", "https://m/hf/"])
+def test_base_urls_are_accepted(endpoint):
+    assert model_config_problems(cfg(hub_endpoint=endpoint)) == []
+
+
+@pytest.mark.parametrize("name, value", [
+    ("source", "s3"), ("verify", "sometimes"), ("install", "conda"), ("prewarm", "maybe"),
+    ("allow_pickle", "perhaps"), ("allow_floating_revision", None),
+])
+def test_choices_and_flags_name_their_variable(name, value):
+    only(model_config_problems(cfg(**{name: value})), "sglang_model_" + name)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("keep", 0), ("keep", "two"), ("keep", True), ("stage_throttle", 0), ("stage_timeout", 5),
+    ("progress_interval", 0), ("disk_margin", -1),
+])
+def test_numbers_out_of_range_name_their_variable(name, value):
+    only(model_config_problems(cfg(**{name: value})), "sglang_model_" + name)
+
+
+@pytest.mark.parametrize("margin", [-0.1, 1.5, "lots", None, True])
+def test_a_prewarm_margin_is_a_fraction_or_bytes(margin):
+    only(model_config_problems(cfg(prewarm_margin=margin)), "sglang_model_prewarm_margin")
+
+
+@pytest.mark.parametrize("margin", [0, 0.2, 1, "0.5", 8 << 30])
+def test_prewarm_margins_that_are_accepted(margin):
+    assert model_config_problems(cfg(prewarm_margin=margin)) == []
+
+
+@pytest.mark.parametrize("path", ["relative", "/var/lib/../models", "/", "//x"])
+def test_the_store_is_an_absolute_normalised_directory(path):
+    only(model_config_problems(cfg(dir=path)), "sglang_model_dir")
+
+
+def test_a_path_source_needs_an_absolute_directory_outside_the_store():
+    only(model_config_problems(cfg(source="path", source_path="nfs/qwen")), "sglang_model_source_path")
+    only(model_config_problems(cfg(source="path", source_path=STORE + "/x")), "sglang_model_source_path")
+    assert model_config_problems(cfg(source="path", source_path="/mnt/nfs/qwen")) == []
+
+
+def test_install_none_needs_an_interpreter():
+    only(model_config_problems(cfg(install="none", python="", venv=False)), "sglang_model_python")
+    only(model_config_problems(cfg(python="bin/python")), "sglang_model_python")
+
+
+def test_a_wheelhouse_install_of_the_venv_needs_the_wheelhouse():
+    only(model_config_problems(cfg(install="wheelhouse")), "sglang_model_wheelhouse")
+    assert model_config_problems(cfg(install="wheelhouse", wheelhouse="/opt/wheels")) == []
+    # an interpreter of the inventory's own needs no install
+    assert model_config_problems(cfg(install="wheelhouse", venv=False)) == []
+
+
+def test_the_venv_path_and_the_hub_version_and_the_group():
+    only(model_config_problems(cfg(venv_path="venv")), "sglang_model_venv")
+    only(model_config_problems(cfg(hub_version="latest")), "sglang_model_hub_version")
+    only(model_config_problems(cfg(group="Bad Group")), "sglang_model_group")
+
+
+def test_every_broken_rule_is_reported_at_once():
+    problems = model_config_problems(cfg(repo="x", revision="main", verify="no", keep=0))
+    assert [p.split(":")[0] for p in problems] == ["sglang_model_verify", "sglang_model_repo", "sglang_model_revision",
+                                                    "sglang_model_keep"]
+
+
+def record(*argv):
+    return {"argv": ["/opt/sglang/venv-x/bin/python", "-m", "sglang.launch_server"] + list(argv)}
+
+
+def test_the_revisions_named_by_live_and_last_good_records():
+    live = record("--model-path", STORE + "/org--name/" + "a" * 40, "--port", "30000")
+    good = json.dumps(record("--model-path=" + STORE + "/org--name/" + "b" * 40 + "/"))
+    draft = record("--model-path", "/opt/models/other", "--speculative-draft-model-path",
+                   STORE + "/org--draft/" + "c" * 40 + "/sub")
+    assert referenced_revisions([live, good, draft], STORE) == [
+        STORE + "/org--draft/" + "c" * 40, STORE + "/org--name/" + "a" * 40, STORE + "/org--name/" + "b" * 40]
+
+
+def test_paths_outside_the_store_and_broken_records_name_nothing():
+    records = [record("--model-path", "/opt/models/tiny"), record("--model-path", STORE + "/org--name"),
+               record("--model-path", STORE + "/../etc/x/y"), "not json", {"argv": "text"}, {}, record("--model-path")]
+    assert referenced_revisions(records, STORE) == []

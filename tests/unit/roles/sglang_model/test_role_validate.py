@@ -1,0 +1,108 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""sglang_model's validation, run by Ansible itself: bad variables fail naming them before the host changes, and
+sglang_server serves the verified revision by default."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path as _collections_path
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+TOKEN = "hf_T0KEN-never-shown-5d1e"
+
+
+def _play(tmp_path, settings, tasks_from=None):
+    role = {"name": "llmserve.sglang.sglang_model"}
+    if tasks_from:
+        role["tasks_from"] = tasks_from
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "vars": settings,
+                                     "tasks": [{"ansible.builtin.include_role": role}]}]))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
+               ANSIBLE_HOME=str(tmp_path / "home"))
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v", "-i",
+                           "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable,
+                           str(playbook)], capture_output=True, text=True, env=env, check=False, timeout=300)
+
+
+def _settings(tmp_path, **overrides):
+    settings = {"sglang_model_repo": "llmserve/tiny-llama", "sglang_model_revision": COMMIT,
+                "sglang_model_hub_token": TOKEN, "sglang_model_dir": str(tmp_path / "store"),
+                "sglang_model_venv": str(tmp_path / "venv"), "sglang_model_group": "root"}
+    settings.update(overrides)
+    return settings
+
+
+def test_the_validate_entry_point_passes_a_good_configuration(tmp_path):
+    result = _play(tmp_path, _settings(tmp_path), "validate")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "failed=0" in result.stdout and "changed=0" in result.stdout
+    assert "The model configuration is valid" in result.stdout
+    assert TOKEN not in result.stdout + result.stderr
+
+
+def test_bad_variables_fail_naming_each_one_before_the_host_changes(tmp_path):
+    settings = _settings(tmp_path, sglang_model_revision="main", sglang_model_hub_endpoint="https://u:pw@mirror",
+                         sglang_model_keep=0)
+    result = _play(tmp_path, settings)
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out[-3000:]
+    for name in ("sglang_model_revision", "sglang_model_allow_floating_revision", "sglang_model_hub_endpoint",
+                 "sglang_model_keep"):
+        assert name + "" in out, name
+    assert "Check the model configuration" in out
+    # the first task failed: no virtualenv, no store, no group task ran
+    assert not (tmp_path / "venv").exists() and not (tmp_path / "store").exists()
+    assert "Install huggingface_hub" not in out
+    assert TOKEN not in out
+
+
+def test_a_floating_revision_is_refused_by_default_and_accepted_when_allowed(tmp_path):
+    refused = _play(tmp_path, _settings(tmp_path, sglang_model_revision="v1.0"), "validate")
+    assert refused.returncode == 2
+    assert "sglang_model_revision: v1.0 is a branch or tag name" in refused.stdout
+    allowed = _play(tmp_path, _settings(tmp_path, sglang_model_revision="v1.0",
+                                        sglang_model_allow_floating_revision=True), "validate")
+    assert allowed.returncode == 0, allowed.stdout[-3000:]
+
+
+def test_stage_without_resolve_says_which_entry_point_to_run(tmp_path):
+    result = _play(tmp_path, _settings(tmp_path), "stage")
+    assert result.returncode == 2
+    assert "run the role's resolve entry point" in result.stdout
+    assert not (tmp_path / "store").exists()
+
+
+def _server_model_path(variables):
+    defaults = yaml.safe_load(open(os.path.join(ROOT, "roles", "sglang_server", "defaults", "main.yml")))
+    templar = Templar(loader=DataLoader(), variables=variables)
+    return templar.template(trust_as_template(defaults["sglang_server_model_path"])).strip()
+
+
+@pytest.mark.parametrize("variables, expected", [
+    # without the model role: the old default, which validation then asks to set
+    ({}, ""),
+    ({"sglang_model_repo": ""}, ""),
+    # the verified revision the role published in this run
+    ({"sglang_model_repo": "org/name", "sglang_model_revision": "main", "sglang_model_path": "/m/org--name/" + COMMIT},
+     "/m/org--name/" + COMMIT),
+    # a play without the role (restart.yml, rollback.yml): where the pinned commit lives
+    ({"sglang_model_repo": "org/name", "sglang_model_revision": COMMIT},
+     "/var/lib/llmserve-models/org--name/" + COMMIT),
+    ({"sglang_model_repo": "org/name", "sglang_model_revision": COMMIT, "sglang_model_dir": "/srv/models"},
+     "/srv/models/org--name/" + COMMIT),
+])
+def test_sglang_server_serves_the_verified_revision_by_default(variables, expected):
+    assert _server_model_path(variables) == expected
