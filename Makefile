@@ -19,6 +19,9 @@ export LLMSERVE_SGLANG_MODEL ?= $(LLMSERVE_CACHE)/models/tiny-llama
 # The real SGLang model gateway (smg 1.13.0) for tests/functional/gateway: its wheels and a venv from them.
 export LLMSERVE_SMG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/smg
 export LLMSERVE_SMG_VENV ?= $(LLMSERVE_CACHE)/venv-smg
+# A Hugging Face mirror for the model role's tests (tools/model): olah's venv, and the directory of the git
+# repositories it serves in molecule/model.
+export LLMSERVE_OLAH_VENV ?= $(LLMSERVE_CACHE)/venv-olah
 DEVENV := source tools/devenv.sh
 HOSTS := source tools/hosts/testhosts.sh
 # Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
@@ -32,7 +35,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: check machine-check fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit compat functional build-check molecule test demo bench gpu-check clean
+.PHONY: check machine-check fixtures engine-assets gateway-assets model-assets wheelhouse-standin help venv hosts lint sanity unit compat functional build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make check   - first run this: yamllint, ansible-lint and the unit tests, as any user, in a venv in the checkout (.venv)"
@@ -97,6 +100,12 @@ build-check: venv
 	  echo "build-check: $$(ls "$$out"/llmserve-sglang-*.tar.gz | xargs -n1 basename) installs; $$(wc -l < "$$out/doc.txt") modules listed"; \
 	  rm -rf "$$out"
 
+model-assets:
+	@echo "== a Hugging Face mirror for tests: olah venv, mirror directory"
+	@bash tools/model/install_olah_venv.sh "$(LLMSERVE_OLAH_VENV)" >/dev/null
+	@mkdir -p "$(LLMSERVE_CACHE)/model-mirror"
+	@echo "model assets: $(LLMSERVE_OLAH_VENV), $(LLMSERVE_CACHE)/model-mirror"
+
 engine-assets:
 	@echo "== real SGLang on CPU: wheelhouse, venv, tiny model"
 	@bash tools/engine/build_wheelhouse.sh "$(LLMSERVE_SGLANG_WHEELHOUSE)" >/dev/null
@@ -122,7 +131,7 @@ wheelhouse-standin:
 	@mkdir -p $(LLMSERVE_CACHE)/wheelhouse/standin; rm -f $(LLMSERVE_CACHE)/wheelhouse/standin/*.whl; \
 	  bash tools/standin/build_wheel.sh $(LLMSERVE_CACHE)/wheelhouse/standin >/dev/null
 
-molecule: venv hosts fixtures wheelhouse-standin engine-assets
+molecule: venv hosts fixtures wheelhouse-standin engine-assets model-assets
 	@$(RUN) $(HOSTS); th_teardown $(S); trap 'th_teardown $(S)' EXIT; \
 	  for s in $(S); do rm -f $(LLMSERVE_CACHE)/molecule-logs/molecule-$$s.result; done; \
 	  bash tools/molecule_lanes.sh $(LLMSERVE_CACHE)/molecule-logs $(S)
