@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The sglang_model role's variables, checked on the controller before anything on a host changes.
 
-``model_config_problems(cfg)`` returns one message per broken rule, each naming the ``sglang_model_*`` variable.
+``model_config_problems(cfg)`` returns one message per broken rule, each naming the ``sglang_model_*`` variable
+(the ranges of the numeric variables are the role's ``__sglang_model_ranges``, checked by ``range_problems``).
 The name and revision rules are the model store's own (``module_utils/model_store.py``), so the role and the
 modules refuse the same things with the same words.
 
@@ -24,7 +25,6 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     check_repo,
     check_revision,
 )
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import range_problems
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool, as_int, blank
 
 SOURCES = ("hub", "path")
@@ -108,14 +108,6 @@ def model_config_problems(cfg):
     elif source == "path" and _absolute(source_path) and (
             source_path + "/").startswith(cfg["dir"].rstrip("/") + "/"):
         err("source_path", "must lie outside sglang_model_dir (%s): the store removes old revisions" % cfg["dir"])
-
-    problems += range_problems({
-        "sglang_model_keep": [cfg.get("keep"), 1, 1000],
-        "sglang_model_stage_throttle": [cfg.get("stage_throttle"), 1, 10000],
-        "sglang_model_stage_timeout": [cfg.get("stage_timeout"), 60, 31536000],
-        "sglang_model_progress_interval": [cfg.get("progress_interval"), 1, 3600],
-        "sglang_model_disk_margin": [cfg.get("disk_margin"), 0, 1 << 60],
-    })
 
     margin = cfg.get("prewarm_margin")
     number = None if isinstance(margin, bool) else as_int(margin)

@@ -68,12 +68,26 @@ def steps(tasks):
 
 
 def site_plays():
-    """site.yml's plan play, the imported gateway view, the change play, and the imported rejoin play."""
+    """site.yml's imported model staging, plan play, the imported gateway view, the change play, and the imported
+    rejoin play."""
     plays = load("playbooks", "site.yml")
-    assert len(plays) == 4
-    assert plays[1]["ansible.builtin.import_playbook"] == "plays/gateway_view.yml"
-    assert plays[3]["ansible.builtin.import_playbook"] == "plays/gateway_rejoin.yml"
-    return plays[0], plays[2]
+    assert len(plays) == 5
+    assert plays[0]["ansible.builtin.import_playbook"] == "plays/model.yml"
+    assert plays[2]["ansible.builtin.import_playbook"] == "plays/gateway_view.yml"
+    assert plays[4]["ansible.builtin.import_playbook"] == "plays/gateway_rejoin.yml"
+    return plays[1], plays[3]
+
+
+def test_site_stages_the_model_on_every_host_at_once_before_the_plan():
+    (play,) = load("playbooks", "plays", "model.yml")
+    assert play["hosts"] == "sglang_servers" and "serial" not in play, "every host stages at once (throttled)"
+    # the fleet loads one revision: a host that cannot stage it stops the run before any host is planned or changed
+    assert play["any_errors_fatal"] is True
+    (task,) = play["tasks"]
+    assert task["ansible.builtin.import_role"] == {"name": "llmserve.sglang.sglang_model"}
+    assert task["when"] == "sglang_model_repo | default('') | length > 0"
+    (stage,) = [t for t in load("roles", "sglang_model", "tasks", "stage.yml") if "llmserve.sglang.model_stage" in t]
+    assert stage["throttle"] == "{{ sglang_model_stage_throttle | int }}"
 
 
 def rollout_tasks(entry):

@@ -55,13 +55,14 @@ def test_the_validate_entry_point_passes_a_good_configuration(tmp_path):
 
 def test_bad_variables_fail_naming_each_one_before_the_host_changes(tmp_path):
     settings = _settings(tmp_path, sglang_model_revision="main", sglang_model_hub_endpoint="https://u:pw@mirror",
-                         sglang_model_keep=0)
+                         sglang_model_keep=0, sglang_model_stage_timeout=5)
     result = _play(tmp_path, settings)
     out = result.stdout + result.stderr
     assert result.returncode == 2, out[-3000:]
     for name in ("sglang_model_revision", "sglang_model_allow_floating_revision", "sglang_model_hub_endpoint",
-                 "sglang_model_keep"):
-        assert name + "" in out, name
+                 "sglang_model_keep: must be an integer from 1 to 1000, got 0",
+                 "sglang_model_stage_timeout: must be an integer from 60 to 31536000, got 5"):
+        assert name in out, name
     assert "Check the model configuration" in out
     # the first task failed: no virtualenv, no store, no group task ran
     assert not (tmp_path / "venv").exists() and not (tmp_path / "store").exists()
