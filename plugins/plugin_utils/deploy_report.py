@@ -435,8 +435,8 @@ def host_rows(report):
     rows += speculative_rows(sg)
     model = report.get("model")
     if model:
-        rows.append(("Model", "%s@%s (%s, %s files)" % (model.get("repo"), model.get("revision"),
-                                                       _bytes_text(model.get("bytes")), _fmt(model.get("files")))))
+        rows.append(("Model", "%s@%s (%s, %s files)" % (
+            model.get("repo"), model.get("revision"), _bytes_text(model.get("bytes")), _fmt(model.get("files")))))
         rows.append(("Model this run", "%s; downloaded %s, hashed %s (%s files, verify %s)%s" % (
             "staged" if model.get("staged") else "already in the store", _bytes_text(model.get("downloaded_bytes")),
             _bytes_text(model.get("bytes_read")), _fmt(model.get("files_hashed")), _fmt(model.get("verified")),

@@ -128,8 +128,8 @@ def test_the_venv_path_and_the_hub_version_and_the_group():
 
 def test_every_broken_rule_is_reported_at_once():
     problems = model_config_problems(cfg(repo="x", revision="main", verify="no", group="A B"))
-    assert [p.split(":")[0] for p in problems] == ["sglang_model_verify", "sglang_model_repo", "sglang_model_revision",
-                                                    "sglang_model_group"]
+    names = [p.split(":")[0] for p in problems]
+    assert names == ["sglang_model_verify", "sglang_model_repo", "sglang_model_revision", "sglang_model_group"]
 
 
 def record(*argv):
