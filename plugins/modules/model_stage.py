@@ -12,12 +12,12 @@ short_description: Fetch, verify and publish one model revision in the host's mo
 version_added: 0.1.0
 description:
   - Makes C(<dir>/<org>--<name>/<commit>/) hold exactly the files of O(manifest), each with the size and hash the
-    hub publishes, owned by root and group O(group) (directories C(0750), files C(0640): the service account reads,
+    hub publishes, owned by root and group O(group) (directories C(0750), files C(0640); the service account reads,
     it cannot write).
   - When that directory exists, its files are verified (O(verify)) and nothing is fetched. In V(changed) mode a file
     whose size, mtime, ctime and inode are those of the last verification is not read again, so a run that changes
     nothing reads no weights. A file that differs fails the task, naming it; the directory is left as it is.
-  - Otherwise the revision is fetched into C(<dir>/<org>--<name>/.staging-<commit>/) beside it: first the bytes
+  - Otherwise the revision is fetched into C(<dir>/<org>--<name>/.staging-<commit>/) beside it. First the bytes
     still needed (files already complete there count as present) plus a margin are compared with the free space
     of that filesystem, before anything is written. With O(source=hub) the real C(huggingface_hub)
     (C(snapshot_download), run with O(python) in a child process that gets the token on its standard input) fetches
