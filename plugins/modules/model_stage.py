@@ -37,6 +37,8 @@ attributes:
     support: full
   async:
     support: full
+  bypass_host_loop:
+    support: none
   check_mode:
     support: full
     details:
@@ -128,7 +130,10 @@ notes:
 seealso:
   - module: llmserve.sglang.model_revision
   - module: llmserve.sglang.model_stage_progress
-extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes]
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+  - llmserve.sglang.attributes
 """
 
 EXAMPLES = r"""
@@ -495,15 +500,15 @@ class Stager(object):
             self._fetch(retry)
             self.result["downloaded_bytes"] += sum(entry["size"] for entry in retry)
             again = self._verify_staged(retry)
-            problems = [bad_message(item) for item in again.bad] + ["%s: missing" % _show(path)
-                                                                   for path in again.missing]
+            problems = ([bad_message(item) for item in again.bad]
+                        + ["%s: missing" % _show(path) for path in again.missing])
             if problems:
                 for item in again.bad:
                     # a wrong file must not count as present next time
                     _walk_remove(safe_join(self.stage, item["path"]))
                 raise StageError("%s@%s: files differ from what the hub publishes, also when fetched a second time; "
-                                 "the published revisions are untouched: %s" % (self.repo, self.commit,
-                                                                               _listed(problems)))
+                                 "the published revisions are untouched: %s"
+                                 % (self.repo, self.commit, _listed(problems)))
             state.update(again.state)
             extra = again.extra
         else:
