@@ -182,7 +182,10 @@ def run_child(python, request, timeout, tmp_root=None, secrets=()):
     try:
         request = dict(request, cache_dir=os.path.join(home, "cache"))
         try:
-            proc = subprocess.Popen(  # pylint: disable=consider-using-with
+            # Not AnsibleModule.run_command: the child needs a deadline (run_command has none) and an environment
+            # without the host's HF_* variables (run_command can only add to it).
+            # pylint: disable-next=consider-using-with,ansible-bad-function
+            proc = subprocess.Popen(
                 [python, "-I", "-c", CHILD_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, env=child_env(request.get("endpoint"), home), close_fds=True)
         except OSError as exc:

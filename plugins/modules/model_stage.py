@@ -12,12 +12,12 @@ short_description: Fetch, verify and publish one model revision in the host's mo
 version_added: 0.1.0
 description:
   - Makes C(<dir>/<org>--<name>/<commit>/) hold exactly the files of O(manifest), each with the size and hash the
-    hub publishes, owned by root and group O(group) (directories C(0750), files C(0640): the service account reads,
+    hub publishes, owned by root and group O(group) (directories C(0750), files C(0640); the service account reads,
     it cannot write).
   - When that directory exists, its files are verified (O(verify)) and nothing is fetched. In V(changed) mode a file
     whose size, mtime, ctime and inode are those of the last verification is not read again, so a run that changes
     nothing reads no weights. A file that differs fails the task, naming it; the directory is left as it is.
-  - Otherwise the revision is fetched into C(<dir>/<org>--<name>/.staging-<commit>/) beside it: first the bytes
+  - Otherwise the revision is fetched into C(<dir>/<org>--<name>/.staging-<commit>/) beside it. First the bytes
     still needed (files already complete there count as present) plus a margin are compared with the free space
     of that filesystem, before anything is written. With O(source=hub) the real C(huggingface_hub)
     (C(snapshot_download), run with O(python) in a child process that gets the token on its standard input) fetches
@@ -37,6 +37,8 @@ attributes:
     support: full
   async:
     support: full
+  bypass_host_loop:
+    support: none
   check_mode:
     support: full
     details:
@@ -128,7 +130,10 @@ notes:
 seealso:
   - module: llmserve.sglang.model_revision
   - module: llmserve.sglang.model_stage_progress
-extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes]
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+  - llmserve.sglang.attributes
 """
 
 EXAMPLES = r"""
@@ -495,15 +500,15 @@ class Stager(object):
             self._fetch(retry)
             self.result["downloaded_bytes"] += sum(entry["size"] for entry in retry)
             again = self._verify_staged(retry)
-            problems = [bad_message(item) for item in again.bad] + ["%s: missing" % _show(path)
-                                                                   for path in again.missing]
+            problems = ([bad_message(item) for item in again.bad]
+                        + ["%s: missing" % _show(path) for path in again.missing])
             if problems:
                 for item in again.bad:
                     # a wrong file must not count as present next time
                     _walk_remove(safe_join(self.stage, item["path"]))
                 raise StageError("%s@%s: files differ from what the hub publishes, also when fetched a second time; "
-                                 "the published revisions are untouched: %s" % (self.repo, self.commit,
-                                                                               _listed(problems)))
+                                 "the published revisions are untouched: %s"
+                                 % (self.repo, self.commit, _listed(problems)))
             state.update(again.state)
             extra = again.extra
         else:

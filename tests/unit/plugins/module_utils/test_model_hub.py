@@ -43,8 +43,8 @@ def test_real_child_without_huggingface_hub_says_so(tmp_path):
 
 
 def test_child_env_drops_hf_variables_and_sets_its_own():
-    env = model_hub.child_env("http://m:1", "/tmp/h", base={"PATH": "/bin", "HF_TOKEN": "x", "HF_HUB_OFFLINE": "1",
-                                                          "HUGGING_FACE_HUB_TOKEN": "y", "HTTPS_PROXY": "p"})
+    base = {"PATH": "/bin", "HF_TOKEN": "x", "HF_HUB_OFFLINE": "1", "HUGGING_FACE_HUB_TOKEN": "y", "HTTPS_PROXY": "p"}
+    env = model_hub.child_env("http://m:1", "/tmp/h", base=base)
     assert env["PATH"] == "/bin" and env["HTTPS_PROXY"] == "p"
     assert "HF_TOKEN" not in env and "HUGGING_FACE_HUB_TOKEN" not in env and "HF_HUB_OFFLINE" not in env
     assert env["HF_HOME"] == "/tmp/h" and env["HF_ENDPOINT"] == "http://m:1"

@@ -6,7 +6,7 @@
 HF_* environment, the request) and answers like the real child would, from a scenario file:
 
     {"commit", "files": {path: text or {"size": n, "lfs": true}}, "config": ..., "error": {...} | null,
-     "corrupt": {path: times}, "die_after": path | null}
+     "corrupt": {path: times}, "die_after": path | null, "slow": seconds before each file}
 
 For ``download`` it writes the files into ``local_dir`` (a corrupt file gets its first byte flipped while its
 ``times`` count lasts).
@@ -56,6 +56,9 @@ for path in req.get("allow_patterns") or sorted(sc["files"]):
     target = os.path.join(req["local_dir"], path)
     if os.path.exists(target):
         continue
+    if sc.get("slow"):
+        import time
+        time.sleep(sc["slow"])
     os.makedirs(os.path.dirname(target), exist_ok=True)
     data = bytearray(content(path))
     if corrupt.get(path, 0) > 0 and data:

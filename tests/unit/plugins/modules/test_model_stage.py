@@ -106,8 +106,8 @@ def test_first_stage_fetches_verifies_and_publishes(monkeypatch, hub, store):
     assert sorted(os.listdir(os.path.join(store, "llmserve--tiny"))) == sorted([C1, ".verified-%s.json" % C1])
     assert ".cache" not in os.listdir(rev(store))
     (request,) = downloads(hub)
-    assert request["revision"] == C1 and request["local_dir"] == os.path.join(store, "llmserve--tiny",
-                                                                               ".staging-" + C1)
+    assert request["revision"] == C1
+    assert request["local_dir"] == os.path.join(store, "llmserve--tiny", ".staging-" + C1)
     assert sorted(request["allow_patterns"]) == sorted(e["path"] for e in hub.manifest())
 
 
