@@ -19,6 +19,9 @@ export LLMSERVE_SGLANG_MODEL ?= $(LLMSERVE_CACHE)/models/tiny-llama
 # The real SGLang model gateway (smg 1.13.0) for tests/functional/gateway: its wheels and a venv from them.
 export LLMSERVE_SMG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/smg
 export LLMSERVE_SMG_VENV ?= $(LLMSERVE_CACHE)/venv-smg
+# A real Hugging Face mirror (olah 0.5.4, offline, tools/model) for tests/functional/model and the model scenario.
+export LLMSERVE_OLAH_VENV ?= $(LLMSERVE_CACHE)/venv-olah
+export LLMSERVE_TINY_MODEL ?= $(LLMSERVE_SGLANG_MODEL)
 DEVENV := source tools/devenv.sh
 HOSTS := source tools/hosts/testhosts.sh
 # Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
@@ -32,7 +35,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: check machine-check fixtures engine-assets gateway-assets wheelhouse-standin help venv hosts lint sanity unit compat functional build-check molecule test demo bench gpu-check clean
+.PHONY: check machine-check fixtures engine-assets gateway-assets model-assets wheelhouse-standin help venv hosts lint sanity unit compat functional build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make check   - first run this: yamllint, ansible-lint and the unit tests, as any user, in a venv in the checkout (.venv)"
@@ -82,7 +85,7 @@ compat:
 	@$(MAKE) --no-print-directory sanity unit LLMSERVE_VENV="$(LLMSERVE_COMPAT_VENV)" \
 	  LLMSERVE_VENV_REQUIREMENTS="$(CURDIR)/requirements-compat.txt"
 
-functional: venv engine-assets gateway-assets
+functional: venv engine-assets gateway-assets model-assets
 	@$(RUN) echo "== pytest tests/functional (real SGLang on CPU, real smg, stand-ins)"; \
 	  pytest -q -p no:cacheprovider tests/functional
 
@@ -109,6 +112,11 @@ gateway-assets:
 	@echo "== smg (SGLang model gateway) 1.13.0: wheelhouse, venv"
 	@bash tools/gateway/install_smg_venv.sh "$(LLMSERVE_SMG_VENV)" "$(LLMSERVE_SMG_WHEELHOUSE)" >/dev/null
 	@echo "gateway assets: $(LLMSERVE_SMG_WHEELHOUSE), $(LLMSERVE_SMG_VENV)"
+
+model-assets:
+	@echo "== olah (Hugging Face mirror) 0.5.4: venv"
+	@bash tools/model/install_olah_venv.sh "$(LLMSERVE_OLAH_VENV)" >/dev/null
+	@echo "model assets: $(LLMSERVE_OLAH_VENV)"
 
 # Fixture host trees, rebuilt only when the manifests change (running test hosts bind-mount the directory).
 fixtures:
