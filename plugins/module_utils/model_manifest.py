@@ -19,6 +19,8 @@ publishes) or ``{path, size, blob}`` (a plain git file: its git blob id, ``sha1(
     file is hashed again.
 ``present_sizes(root, manifest)``
     the files already complete in a staging directory (for ``model_store.bytes_needed``).
+``manifest_from_dir(root)`` / ``manifest_from_state(state)``
+    the manifest of a directory (a ``path`` source: every file hashed with sha256), or of a verified record.
 
 Standard library only: this runs on the managed hosts (Python 3.8+).
 """
@@ -289,6 +291,45 @@ def present_sizes(root, manifest):
         if stat.S_ISREG(info.st_mode) and info.st_size == entry["size"]:
             present[entry["path"]] = info.st_size
     return present
+
+
+def manifest_from_dir(root, skip=(".git", ".cache")):
+    """The manifest (sha256 of every file) of the files under ``root``, top-level ``skip`` directories left out.
+
+    A link is followed only when it resolves inside ``root``; one that leads out, and a name the hub would not
+    accept, raise ModelStoreError naming it.  Each file is read once.
+    """
+    entries = []
+    for top, dirs, files in os.walk(root):
+        rel_top = os.path.relpath(top, root)
+        prefix = "" if rel_top == "." else rel_top + "/"
+        if not prefix:
+            dirs[:] = [name for name in dirs if name not in skip]
+        for name in list(dirs):
+            if os.path.islink(os.path.join(top, name)):
+                # os.walk does not descend into a link to a directory; a model source has no need for one
+                raise ModelStoreError("%s in %s is a link to a directory" % (_show(prefix + name), _show(root)))
+        for name in files:
+            rel = check_file_name(prefix + name)
+            path = safe_join(root, rel)
+            fd = os.open(os.path.realpath(path), os.O_RDONLY | O_CLOEXEC)
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise ModelStoreError("%s in %s is not a regular file" % (_show(rel), _show(root)))
+                digests, done = _hash_fd(fd, ("sha256",))[:2]
+            finally:
+                os.close(fd)
+            entries.append({"path": rel, "size": done, "sha256": digests["sha256"]})
+    return check_manifest(entries)
+
+
+def manifest_from_state(state):
+    """The manifest that a verified record ``state`` (from ``load_state``) describes."""
+    entries = []
+    for path, record in (state or {}).items():
+        algo = "sha256" if "sha256" in record else "blob"
+        entries.append({"path": path, "size": record["size"], algo: record[algo]})
+    return check_manifest(entries)
 
 
 # --- state ---------------------------------------------------------------------------------

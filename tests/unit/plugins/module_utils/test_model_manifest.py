@@ -384,3 +384,39 @@ def test_failed_save_keeps_the_old_state(tmp_path, monkeypatch):
     with open(path) as handle:
         assert json.load(handle) == {"version": 1, "files": {"a": 1}}
     assert os.listdir(str(tmp_path)) == ["state.json"]
+
+
+def test_manifest_from_dir_hashes_every_file(tmp_path):
+    _write(tmp_path / "src" / "config.json", b"{}")
+    _write(tmp_path / "src" / "sub" / "w.safetensors", b"w" * 3000)
+    _write(tmp_path / "src" / ".cache" / "huggingface" / "x.metadata", b"skip")
+    _write(tmp_path / "src" / ".git" / "HEAD", b"skip")
+    os.symlink("config.json", str(tmp_path / "src" / "alias.json"))
+    manifest = mm.manifest_from_dir(str(tmp_path / "src"))
+    assert manifest == [
+        {"path": "alias.json", "size": 2, "sha256": hashlib.sha256(b"{}").hexdigest()},
+        {"path": "config.json", "size": 2, "sha256": hashlib.sha256(b"{}").hexdigest()},
+        {"path": "sub/w.safetensors", "size": 3000, "sha256": hashlib.sha256(b"w" * 3000).hexdigest()},
+    ]
+    # what it lists verifies against a copy
+    shutil.copytree(str(tmp_path / "src"), str(tmp_path / "copy"))
+    result = mm.verify_tree(str(tmp_path / "copy"), manifest, {}, "full")
+    assert result.bad == [] and result.missing == []
+
+
+def test_manifest_from_dir_refuses_links_out(tmp_path):
+    _write(tmp_path / "secret", b"s")
+    _write(tmp_path / "src" / "config.json", b"{}")
+    os.symlink(str(tmp_path / "secret"), str(tmp_path / "src" / "model.safetensors"))
+    with pytest.raises(ModelStoreError, match="model.safetensors does not resolve to a path inside"):
+        mm.manifest_from_dir(str(tmp_path / "src"))
+    os.unlink(str(tmp_path / "src" / "model.safetensors"))
+    os.symlink(str(tmp_path), str(tmp_path / "src" / "d"))
+    with pytest.raises(ModelStoreError, match="link to a directory"):
+        mm.manifest_from_dir(str(tmp_path / "src"))
+
+
+def test_manifest_from_state_round_trip(tree):
+    root, manifest = tree
+    state = mm.verify_tree(str(root), manifest, {}, "full").state
+    assert mm.manifest_from_state(state) == manifest

@@ -1,0 +1,577 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: model_stage
+short_description: Fetch, verify and publish one model revision in the host's model store
+version_added: 0.1.0
+description:
+  - Makes C(<dir>/<org>--<name>/<commit>/) hold exactly the files of O(manifest), each with the size and hash the
+    hub publishes, owned by root and group O(group) (directories C(0750), files C(0640); the service account reads,
+    it cannot write).
+  - When that directory exists, its files are verified (O(verify)) and nothing is fetched. In V(changed) mode a file
+    whose size, mtime, ctime and inode are those of the last verification is not read again, so a run that changes
+    nothing reads no weights. A file that differs fails the task, naming it; the directory is left as it is.
+  - Otherwise the revision is fetched into C(<dir>/<org>--<name>/.staging-<commit>/) beside it. First the bytes
+    still needed (files already complete there count as present) plus a margin are compared with the free space
+    of that filesystem, before anything is written. With O(source=hub) the real C(huggingface_hub)
+    (C(snapshot_download), run with O(python) in a child process that gets the token on its standard input) fetches
+    the files; with O(source=path) they are copied from O(source_path). Files fetched before an interruption are
+    kept, so a rerun fetches only the rest (partial files that C(huggingface_hub) leaves behind are removed).
+  - Every staged file is then hashed. A file that differs is fetched once more; if it still differs the task fails
+    naming the file and both hashes, and the published revisions are untouched. Only a fully verified staging
+    directory is renamed into place (one atomic rename on the same filesystem).
+  - Afterwards older revisions are removed so that O(keep) remain, never one listed in O(referenced) nor this one.
+  - Runs through an action plugin of the same name. Unless the task is in check mode, has C(async) of its own, or
+    the revision is already in place, the plugin starts the module as an async job itself and prints a progress line
+    every O(progress_interval) seconds (bytes done and total, rate, ETA), so a long download shows in the play output
+    and in an AWX job log; C(throttle) on the task limits how many hosts download at once.
+author: llmserve developers (@llmserve)
+attributes:
+  action:
+    support: full
+  async:
+    support: full
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+    details:
+      - Verifies a revision in place, or reports the bytes it would fetch after checking the free space; fetches,
+        writes and removes nothing.
+options:
+  repo:
+    description: Repository id, C(org/name).
+    type: str
+    required: true
+  commit:
+    description: The 40-hex commit id of the revision (from M(llmserve.sglang.model_revision)).
+    type: str
+    required: true
+  manifest:
+    description:
+      - The revision's files, as M(llmserve.sglang.model_revision) returns them (C(path), C(size), and C(sha256) or
+        C(blob)).
+      - Required with O(source=hub). With O(source=path) and V([]), the manifest is made by hashing O(source_path)
+        (and, once the revision is in place, taken from its verified record).
+    type: list
+    elements: dict
+    default: []
+  dir:
+    description: Root of the model store.
+    type: path
+    default: /var/lib/llmserve-models
+  source:
+    description:
+      - V(hub) fetches from the hub at O(endpoint); V(path) copies from O(source_path), a directory already on the
+        host (for example an NFS mount).
+    type: str
+    choices: [hub, path]
+    default: hub
+  source_path:
+    description: The directory to copy from, with O(source=path). Links that lead out of it are refused.
+    type: path
+  endpoint:
+    description: Base URL of a Hugging Face–compatible hub (C(HF_ENDPOINT)); V('') is C(https://huggingface.co).
+    type: str
+    default: ''
+  token:
+    description: Access token for the hub; V('') sends none. Never in a command line, environment or result.
+    type: str
+    default: ''
+  python:
+    description: An interpreter with C(huggingface_hub) 1.x; required with O(source=hub).
+    type: path
+  verify:
+    description:
+      - V(changed) hashes only files that changed since their last verification; V(full) hashes every file.
+      - A revision that is fetched is always hashed in full.
+    type: str
+    choices: [changed, full]
+    default: changed
+  group:
+    description: Group of the published files (the service account's group).
+    type: str
+    default: root
+  keep:
+    description: How many revisions of O(repo) to keep, at least 1.
+    type: int
+    default: 2
+  referenced:
+    description:
+      - Paths still in use (the model path in the service's unit, in its last good configuration); the revisions
+        they are in are never removed.
+    type: list
+    elements: path
+    default: []
+  disk_margin:
+    description:
+      - Bytes that must stay free beyond what is still to fetch; the margin is this or 5 % of the bytes to fetch,
+        whichever is larger.
+    type: int
+    default: 1073741824
+  timeout:
+    description: Seconds the download child may run; the async job is given a few minutes more.
+    type: int
+    default: 21600
+  progress_interval:
+    description:
+      - Seconds between two progress lines (action plugin only; the module ignores it).
+    type: int
+    default: 15
+notes:
+  - Only whole files survive an interruption (huggingface_hub resumes per file); a file cut half-way is fetched
+    again from its start.
+seealso:
+  - module: llmserve.sglang.model_revision
+  - module: llmserve.sglang.model_stage_progress
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+  - llmserve.sglang.attributes
+"""
+
+EXAMPLES = r"""
+- name: Stage the resolved revision, four hosts at a time
+  llmserve.sglang.model_stage:
+    repo: "{{ sglang_model_resolved.repo }}"
+    commit: "{{ sglang_model_resolved.commit }}"
+    manifest: "{{ sglang_model_resolved.manifest }}"
+    endpoint: https://hf-mirror.example.com
+    token: "{{ sglang_model_hub_token }}"
+    python: /opt/llmserve-model-venv/bin/python
+    group: sglang
+    referenced: [/var/lib/llmserve-models/Qwen--Qwen3.5-122B-A10B/0123456789abcdef0123456789abcdef01234567]
+  throttle: 4
+  register: model_stage
+"""
+
+RETURN = r"""
+path:
+  description: The revision's directory.
+  returned: success
+  type: str
+  sample: /var/lib/llmserve-models/Qwen--Qwen3.5-122B-A10B/89abcdef0123456789abcdef0123456789abcdef
+commit:
+  description: The commit id.
+  returned: success
+  type: str
+  sample: 89abcdef0123456789abcdef0123456789abcdef
+downloaded_bytes:
+  description: Bytes fetched (or copied) in this run, a second try included.
+  returned: success
+  type: int
+  sample: 244000000000
+bytes_read:
+  description: Bytes read to verify hashes in this run; V(0) for a revision in place whose files did not change.
+  returned: success
+  type: int
+  sample: 0
+files_hashed:
+  description: How many files were hashed in this run.
+  returned: success
+  type: int
+  sample: 0
+verified:
+  description: How the files were verified, V(full) or V(changed).
+  returned: success
+  type: str
+  sample: changed
+removed:
+  description: Revision directories removed by retention (to be removed, in check mode).
+  returned: success
+  type: list
+  elements: str
+  sample: []
+disk:
+  description: The free-space check made before fetching.
+  returned: when the revision was not yet in place
+  type: dict
+  contains:
+    needed:
+      description: Bytes still to fetch.
+      type: int
+    free:
+      description: Bytes free on the filesystem.
+      type: int
+    mount:
+      description: Mount point of that filesystem.
+      type: str
+    margin:
+      description: Bytes kept free on top.
+      type: int
+staged:
+  description: Whether the revision was fetched in this run (would be, in check mode).
+  returned: success
+  type: bool
+  sample: true
+"""
+
+import errno
+import grp
+import os
+import shutil
+import stat
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmserve.sglang.plugins.module_utils.model_hub import (
+    HubError,
+    allow_pattern,
+    hub_name,
+    run_child,
+)
+from ansible_collections.llmserve.sglang.plugins.module_utils.model_manifest import (
+    bad_message,
+    check_manifest,
+    load_state,
+    manifest_from_dir,
+    manifest_from_state,
+    present_sizes,
+    save_state,
+    verify_tree,
+)
+from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import (
+    GIB,
+    ModelStoreError,
+    check_free_space,
+    check_repo,
+    human_bytes,
+    revision_dir,
+    revisions_to_remove,
+    safe_join,
+    staging_dir,
+    state_file,
+)
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
+
+DIR_MODE = 0o750
+FILE_MODE = 0o640
+STAGING_MODE = 0o700  # nobody but root sees a revision before it is verified
+HF_CACHE = ".cache"
+VERIFY_WORKERS = 4
+SHOWN = 10
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            repo=dict(type="str", required=True),
+            commit=dict(type="str", required=True),
+            manifest=dict(type="list", elements="dict", default=[]),
+            dir=dict(type="path", default="/var/lib/llmserve-models"),
+            source=dict(type="str", choices=["hub", "path"], default="hub"),
+            source_path=dict(type="path"),
+            endpoint=dict(type="str", default=""),
+            token=dict(type="str", default="", no_log=True),
+            python=dict(type="path"),
+            verify=dict(type="str", choices=["changed", "full"], default="changed"),
+            group=dict(type="str", default="root"),
+            keep=dict(type="int", default=2),
+            referenced=dict(type="list", elements="path", default=[]),
+            disk_margin=dict(type="int", default=GIB),
+            timeout=dict(type="int", default=21600),
+            progress_interval=dict(type="int", default=15),
+        ),
+        required_if=[("source", "hub", ("python",)), ("source", "path", ("source_path",))],
+        supports_check_mode=True,
+    )
+
+
+class StageError(Exception):
+    """The task fails with this message."""
+
+
+def _show(path):
+    return printable(path, 300, escape=True)
+
+
+def _listed(items):
+    text = "; ".join(items[:SHOWN])
+    if len(items) > SHOWN:
+        text += "; and %d more" % (len(items) - SHOWN)
+    return text
+
+
+def _problems(result):
+    """Every bad, missing and extra file of a Verification, one sentence each."""
+    return ([bad_message(item) for item in result.bad]
+            + ["%s: missing" % _show(path) for path in result.missing]
+            + ["%s: not in the manifest" % _show(path) for path in result.extra])
+
+
+def _hashed(result, old_state, mode):
+    """How many files a verification read: all it judged, less those 'changed' mode took from the record."""
+    kept = 0
+    if mode == "changed":
+        # verify_tree hands back the very record it trusted for a file it did not read
+        kept = sum(1 for path in result.ok if path in old_state and result.state.get(path) is old_state[path])
+    return len(result.ok) - kept + sum(1 for item in result.bad if item["reason"] == "hash")
+
+
+def _walk_remove(path):
+    """Remove a file, link or tree without following links; a missing one is fine."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+class Stager(object):
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.check = module.check_mode
+        self.result = dict(changed=False, downloaded_bytes=0, bytes_read=0, files_hashed=0, removed=[],
+                           staged=False)
+
+    # --- input -----------------------------------------------------------------------------
+
+    def prepare(self):
+        p = self.params
+        org, name = check_repo(p["repo"])
+        self.repo = p["repo"]
+        self.commit = p["commit"]
+        self.rev = revision_dir(p["dir"], org, name, self.commit)
+        self.stage = staging_dir(p["dir"], org, name, self.commit)
+        self.state_path = state_file(p["dir"], org, name, self.commit)
+        self.repo_dir = os.path.dirname(self.rev)
+        self.manifest = check_manifest(p["manifest"])
+        if p["source"] == "hub" and not self.manifest:
+            raise StageError("manifest: the files of %s@%s are needed to fetch it from the hub (see "
+                             "llmserve.sglang.model_revision)" % (self.repo, self.commit))
+        # keep is checked before anything changes, not when the retention comes
+        revisions_to_remove({}, p["keep"], [])
+        if p["disk_margin"] < 0 or p["timeout"] < 1:
+            raise StageError("disk_margin must be at least 0 and timeout at least 1 (got %d and %d)"
+                             % (p["disk_margin"], p["timeout"]))
+        try:
+            self.gid = grp.getgrnam(p["group"]).gr_gid
+        except KeyError:
+            raise StageError("group: %s does not exist on this host" % _show(p["group"]))
+        self.uid = 0 if os.geteuid() == 0 else -1
+        self.referenced = self._referenced_names(p["referenced"])
+        self.result.update(path=self.rev, commit=self.commit, verified=p["verify"])
+
+    def _referenced_names(self, paths):
+        """The revision names under this repository's directory that ``paths`` point into."""
+        names = set([self.commit])
+        prefixes = set([self.repo_dir, os.path.realpath(self.repo_dir)])
+        for path in paths:
+            for form in (os.path.normpath(path), os.path.realpath(path)):
+                for prefix in prefixes:
+                    if form.startswith(prefix + "/"):
+                        names.add(form[len(prefix) + 1:].split("/", 1)[0])
+        return sorted(names)
+
+    # --- ownership -------------------------------------------------------------------------
+
+    def _secure(self, path, mode):
+        """root:group and ``mode``, touching the inode only when they differ (chmod moves ctime, which the
+        'changed' record compares)."""
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            raise StageError("%s is a link; the model store holds none" % _show(path))
+        if self.uid != -1 and info.st_uid != self.uid or info.st_gid != self.gid:
+            os.chown(path, self.uid, self.gid, follow_symlinks=False)
+        if stat.S_IMODE(info.st_mode) != mode:
+            os.chmod(path, mode)
+
+    def _secure_tree(self, root):
+        for top, dirs, files in os.walk(root):
+            for name in dirs:
+                self._secure(os.path.join(top, name), DIR_MODE)
+            for name in files:
+                self._secure(os.path.join(top, name), FILE_MODE)
+
+    def _make_dir(self, path, mode):
+        if os.path.isdir(path) and not os.path.islink(path):
+            return
+        parent = os.path.dirname(path)
+        if parent != path and not os.path.isdir(parent):
+            self._make_dir(parent, DIR_MODE)
+        try:
+            os.mkdir(path, mode)
+        except OSError as exc:
+            if exc.errno != errno.EEXIST:
+                raise
+        if os.path.islink(path) or not os.path.isdir(path):
+            raise StageError("%s is not a directory" % _show(path))
+        self._secure(path, mode)
+
+    # --- the revision in place ---------------------------------------------------------------
+
+    def check_published(self):
+        state = load_state(self.state_path)
+        manifest = self.manifest or manifest_from_state(state) or manifest_from_dir(self.params["source_path"])
+        mode = self.params["verify"]
+        result = verify_tree(self.rev, manifest, state, mode, workers=VERIFY_WORKERS)
+        self.result.update(bytes_read=result.bytes_read, files_hashed=_hashed(result, state, mode))
+        problems = _problems(result)
+        if problems:
+            raise StageError("the published revision %s of %s does not match its manifest, and was left as it is "
+                             "(move it away to fetch it again): %s" % (_show(self.rev), self.repo, _listed(problems)))
+        if not self.check and result.state != state:
+            save_state(self.state_path, result.state, mode=FILE_MODE)
+        return "%s@%s is in place at %s and verified (%s, %s read)" % (
+            self.repo, self.commit, self.rev, mode, human_bytes(result.bytes_read))
+
+    # --- staging -----------------------------------------------------------------------------
+
+    def _remove_partials(self):
+        """huggingface_hub's ``*.incomplete`` files of an interrupted run: never resumed, they only take space."""
+        if self.check:
+            return
+        download = os.path.join(self.stage, HF_CACHE, "huggingface", "download")
+        for top, _dirs, files in os.walk(download):
+            for name in files:
+                if name.endswith(".incomplete"):
+                    os.unlink(os.path.join(top, name))
+
+    def _fetch(self, entries):
+        """Fetch ``entries`` into the staging directory."""
+        p = self.params
+        if p["source"] == "path":
+            for entry in entries:
+                source = safe_join(p["source_path"], entry["path"])
+                target = safe_join(self.stage, entry["path"])
+                parent = os.path.dirname(target)
+                if not os.path.isdir(parent):
+                    os.makedirs(parent, STAGING_MODE)
+                _walk_remove(target)
+                shutil.copy2(os.path.realpath(source), target)
+            return
+        request = dict(op="download", repo=self.repo, revision=self.commit, endpoint=p["endpoint"], token=p["token"],
+                       local_dir=self.stage, allow_patterns=[allow_pattern(entry["path"]) for entry in entries])
+        try:
+            run_child(p["python"], request, p["timeout"])
+        except HubError as exc:
+            status = " (HTTP %d)" % exc.status if exc.status else ""
+            raise StageError("fetching %s@%s from %s failed%s: %s; the files fetched so far stay in %s for the next "
+                             "run" % (self.repo, self.commit, hub_name(p["endpoint"]), status, exc, self.stage))
+
+    def _verify_staged(self, manifest):
+        shutil.rmtree(os.path.join(self.stage, HF_CACHE), ignore_errors=True)
+        self._secure_tree(self.stage)
+        result = verify_tree(self.stage, manifest, {}, "full", workers=VERIFY_WORKERS)
+        self.result["bytes_read"] += result.bytes_read
+        self.result["files_hashed"] += _hashed(result, {}, "full")
+        return result
+
+    def stage_revision(self):
+        p = self.params
+        manifest = self.manifest
+        if not manifest:
+            manifest = manifest_from_dir(p["source_path"])
+            self.manifest = manifest
+        total = sum(entry["size"] for entry in manifest)
+        self._remove_partials()
+        present = present_sizes(self.stage, manifest) if os.path.isdir(self.stage) else {}
+        missing = [entry for entry in manifest if present.get(entry["path"]) != entry["size"]]
+        needed = sum(entry["size"] for entry in missing)
+        disk = check_free_space(self.stage, needed, margin_min=p["disk_margin"])
+        self.result.update(disk=disk, staged=True, changed=True, verified="full")
+        if self.check:
+            return "would fetch %s of %s (%d of %d files) for %s@%s into %s" % (
+                human_bytes(needed), human_bytes(total), len(missing), len(manifest), self.repo, self.commit,
+                self.rev)
+
+        self._make_dir(self.repo_dir, DIR_MODE)
+        self._make_dir(self.stage, STAGING_MODE)
+        if missing:
+            self._fetch(missing)
+        self.result["downloaded_bytes"] = needed
+        result = self._verify_staged(manifest)
+        state = dict(result.state)
+        retry = [entry for entry in manifest
+                 if entry["path"] in result.missing or entry["path"] in set(item["path"] for item in result.bad)]
+        if retry:
+            for entry in retry:
+                _walk_remove(safe_join(self.stage, entry["path"]))
+            self._fetch(retry)
+            self.result["downloaded_bytes"] += sum(entry["size"] for entry in retry)
+            again = self._verify_staged(retry)
+            problems = ([bad_message(item) for item in again.bad]
+                        + ["%s: missing" % _show(path) for path in again.missing])
+            if problems:
+                for item in again.bad:
+                    # a wrong file must not count as present next time
+                    _walk_remove(safe_join(self.stage, item["path"]))
+                raise StageError("%s@%s: files differ from what the hub publishes, also when fetched a second time; "
+                                 "the published revisions are untouched: %s"
+                                 % (self.repo, self.commit, _listed(problems)))
+            state.update(again.state)
+            extra = again.extra
+        else:
+            extra = result.extra
+        for path in extra:
+            _walk_remove(os.path.join(self.stage, path))
+        self._secure(self.stage, DIR_MODE)
+        os.rename(self.stage, self.rev)
+        os.utime(self.rev)  # the newest revision by mtime is the one staged last
+        save_state(self.state_path, state, mode=FILE_MODE)
+        return "%s@%s fetched (%s) and verified (%s read) into %s" % (
+            self.repo, self.commit, human_bytes(self.result["downloaded_bytes"]),
+            human_bytes(self.result["bytes_read"]), self.rev)
+
+    # --- retention ---------------------------------------------------------------------------
+
+    def retain(self):
+        existing = {}
+        if os.path.isdir(self.repo_dir):
+            for entry in os.scandir(self.repo_dir):
+                if entry.is_dir(follow_symlinks=False):
+                    existing[entry.name] = entry.stat(follow_symlinks=False).st_mtime
+        if self.check and self.result["staged"]:
+            existing[self.commit] = float("inf")  # as if it had just been staged
+        names = revisions_to_remove(existing, self.params["keep"], self.referenced)
+        removed = [os.path.join(self.repo_dir, name) for name in names]
+        if not self.check:
+            for name, path in zip(names, removed):
+                shutil.rmtree(path)
+                try:
+                    os.unlink(os.path.join(self.repo_dir, ".verified-%s.json" % name))
+                except FileNotFoundError:
+                    pass
+        self.result["removed"] = removed
+        if removed:
+            self.result["changed"] = True
+
+    def run(self):
+        self.prepare()
+        if os.path.isdir(self.rev) and not os.path.islink(self.rev):
+            msg = self.check_published()
+        elif os.path.lexists(self.rev):
+            raise StageError("%s is not a directory; move it away" % _show(self.rev))
+        else:
+            msg = self.stage_revision()
+        self.retain()
+        if self.result["removed"]:
+            msg += "; removed %s" % ", ".join(self.result["removed"])
+        self.result["msg"] = msg
+        return self.result
+
+
+def main():
+    module = build_module()
+    stager = Stager(module)
+    try:
+        result = stager.run()
+    except (StageError, ModelStoreError) as exc:
+        module.fail_json(msg=str(exc), **stager.result)
+    except OSError as exc:
+        module.fail_json(msg="model_stage: %s" % exc, **stager.result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
