@@ -32,7 +32,7 @@ def test_a_failed_write_keeps_the_old_file_and_removes_the_new_one(tmp_path):
 
 def test_durable_flushes_to_disk(tmp_path, monkeypatch):
     synced = []
-    monkeypatch.setattr(atomic_file.os, "fsync", lambda fd: synced.append(fd))
+    monkeypatch.setattr(atomic_file.os, "fsync", synced.append)
     write_json_atomic(str(tmp_path / "a.json"), [1], ".a.")
     assert synced == []
     write_json_atomic(str(tmp_path / "b.json"), [2], ".b.", durable=True)
