@@ -19,9 +19,9 @@ export LLMSERVE_SGLANG_MODEL ?= $(LLMSERVE_CACHE)/models/tiny-llama
 # The real SGLang model gateway (smg 1.13.0) for tests/functional/gateway: its wheels and a venv from them.
 export LLMSERVE_SMG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/smg
 export LLMSERVE_SMG_VENV ?= $(LLMSERVE_CACHE)/venv-smg
-# A Hugging Face mirror for the model role's tests (tools/model): olah's venv, and the directory of the git
-# repositories it serves in molecule/model.
+# A real Hugging Face mirror (olah 0.5.4, offline, tools/model) for tests/functional/model and the model scenario.
 export LLMSERVE_OLAH_VENV ?= $(LLMSERVE_CACHE)/venv-olah
+export LLMSERVE_TINY_MODEL ?= $(LLMSERVE_SGLANG_MODEL)
 DEVENV := source tools/devenv.sh
 HOSTS := source tools/hosts/testhosts.sh
 # Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
@@ -85,7 +85,7 @@ compat:
 	@$(MAKE) --no-print-directory sanity unit LLMSERVE_VENV="$(LLMSERVE_COMPAT_VENV)" \
 	  LLMSERVE_VENV_REQUIREMENTS="$(CURDIR)/requirements-compat.txt"
 
-functional: venv engine-assets gateway-assets
+functional: venv engine-assets gateway-assets model-assets
 	@$(RUN) echo "== pytest tests/functional (real SGLang on CPU, real smg, stand-ins)"; \
 	  pytest -q -p no:cacheprovider tests/functional
 

@@ -33,7 +33,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import (
@@ -41,6 +40,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     check_file_name,
     safe_join,
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.atomic_file import write_json_atomic
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
 
 CHUNK = 1 << 20
@@ -366,19 +366,6 @@ def load_state(path):
 
 
 def save_state(path, state, mode=0o644):
-    """Write ``state`` to ``path`` atomically: a new file beside it, flushed, renamed over the old one."""
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump({"version": STATE_VERSION, "files": state}, handle, sort_keys=True, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-            os.fchmod(handle.fileno(), mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Write ``state`` to ``path`` atomically and durably (a crash leaves the old record or the new one)."""
+    write_json_atomic(path, {"version": STATE_VERSION, "files": state}, ".tmp-", mode=mode, durable=True,
+                      sort_keys=True, indent=1)

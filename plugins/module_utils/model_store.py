@@ -229,8 +229,13 @@ def _repo_dir(model_dir, org, name):
     return os.path.join(model_dir, "%s--%s" % (org, name))
 
 
+def is_commit(value):
+    """Whether ``value`` is a full commit id as the hub writes it: 40 lower-case hex digits."""
+    return isinstance(value, str) and _COMMIT.match(value) is not None
+
+
 def _commit(commit):
-    if not isinstance(commit, str) or not _COMMIT.match(commit):
+    if not is_commit(commit):
         raise ModelStoreError("revision %s is not a 40-hex commit id" % _show(commit))
     return commit
 
@@ -323,7 +328,7 @@ def revisions_to_remove(existing, keep, referenced):
                               "is always kept)" % _show(keep))
     existing = dict(existing)
     # newest first; the name breaks a tie so the answer does not depend on the listing order
-    newest = sorted((name for name in existing if _COMMIT.match(name)), key=lambda name: (existing[name], name),
+    newest = sorted((name for name in existing if is_commit(name)), key=lambda name: (existing[name], name),
                     reverse=True)
     kept = set(newest[:keep]) | set(referenced)
     return [name for name in reversed(newest) if name not in kept]

@@ -166,14 +166,13 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     ModelStoreError,
     check_repo,
     check_revision,
+    is_commit,
     pickle_files,
     pickle_refusal,
     remote_code_files,
     remote_code_refusal,
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
-
-_COMMIT_CHARS = frozenset("0123456789abcdef")
 
 
 def build_module():
@@ -191,10 +190,6 @@ def build_module():
         ),
         supports_check_mode=True,
     )
-
-
-def _is_commit(value):
-    return isinstance(value, str) and len(value) == 40 and set(value) <= _COMMIT_CHARS
 
 
 def resolve(params, child=run_child):
@@ -215,7 +210,7 @@ def resolve(params, child=run_child):
         raise HubError("cannot resolve %s%s: %s; check the repository and revision, sglang_model_hub_endpoint and "
                        "sglang_model_hub_token" % (where, status, exc), exc.error, exc.status)
     commit = answer.get("commit")
-    if not _is_commit(commit):
+    if not is_commit(commit):
         raise HubError("the hub answered for %s with commit %s, which is not a 40-hex commit id"
                        % (where, printable(repr(commit), 100, escape=True)))
     if kind == "commit" and commit != revision:

@@ -187,6 +187,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmserve.sglang.plugins.module_utils.atomic_file import write_json_atomic
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
 
 RECORD = "owner.json"
@@ -435,19 +436,7 @@ def record_of(mode, holders):
 
 def write_record(path, record):
     """Replace owner.json atomically (readers without the guard never see half a record)."""
-    tmp = os.path.join(path, ".%s.%d.%s" % (RECORD, os.getpid(), os.urandom(4).hex()))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(tmp, flags, 0o600)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(record, handle)
-        os.replace(tmp, os.path.join(path, RECORD))
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_json_atomic(os.path.join(path, RECORD), record, ".%s." % RECORD)
 
 
 def create(path, record):

@@ -5,7 +5,7 @@
 # Sourced by the Makefile targets; every function is idempotent and safe to re-run:
 #   th_host_setup    podman + debootstrap installed, the two host fixes applied (needed on each boot)
 #   th_build_images  localhost/llmserve-testhost:<suite> for each suite in TH_SUITES (cached)
-#   th_teardown      remove molecule containers and extra podman networks (keeps images)
+#   th_teardown      remove molecule containers and the scenarios' podman networks (keeps images)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -163,7 +163,8 @@ th_build_images() {
 }
 
 # th_teardown [PREFIX...]: remove molecule containers (all of them, or those whose names start with
-# one of the prefixes: platform names are "<scenario>-debianNN") and the scenario networks. Keeps images.
+# one of the prefixes: platform names are "<scenario>-debianNN") and, without prefixes, the networks the scenarios
+# declare. Keeps images.
 th_teardown() {
   command -v podman >/dev/null || return 0
   local prefix filters=()
@@ -172,6 +173,18 @@ th_teardown() {
     podman ps -aq --filter label=owner=molecule "${filters[@]}" | xargs -r podman rm -f -t 5 >/dev/null
   fi
   if [ $# -eq 0 ]; then
-    podman network ls --format '{{.Name}}' | grep -vx podman | xargs -r podman network rm -f >/dev/null || true
+    # only the networks the scenarios declare: an operator's own podman networks (and the containers on them,
+    # which `network rm -f` would remove too) are not the test suite's to delete
+    th_scenario_networks | while read -r net; do
+      if podman network exists "$net"; then podman network rm -f "$net" >/dev/null || true; fi
+    done
   fi
+}
+
+# th_scenario_networks: the podman networks named in molecule/*/molecule.yml ("network: NAME"), one per line.
+th_scenario_networks() {
+  local root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  sed -n 's/^[[:space:]]*network:[[:space:]]*\([A-Za-z0-9][A-Za-z0-9_.-]*\)[[:space:]]*$/\1/p' \
+    "$root"/molecule/*/molecule.yml | sort -u
 }

@@ -6,7 +6,8 @@
 HF_* environment, the request) and answers like the real child would, from a scenario file:
 
     {"commit", "files": {path: text or {"size": n, "lfs": true}}, "config": ..., "error": {...} | null,
-     "corrupt": {path: times}, "die_after": path | null, "slow": seconds before each file}
+     "corrupt": {path: times}, "die_after": path | null, "slow": seconds before each file,
+     "hold": a path: after the first file, wait (at most 120 s) until it exists}
 
 For ``download`` it writes the files into ``local_dir`` (a corrupt file gets its first byte flipped while its
 ``times`` count lasts).
@@ -52,10 +53,17 @@ if req["op"] == "resolve":
                              "config_error": sc.get("config_error"), "version": "0.0-fake"}))
     sys.exit(0)
 corrupt = sc.get("corrupt", {})
+written = 0
 for path in req.get("allow_patterns") or sorted(sc["files"]):
     target = os.path.join(req["local_dir"], path)
     if os.path.exists(target):
         continue
+    if sc.get("hold") and written:
+        import time
+        deadline = time.time() + 120
+        while not os.path.exists(sc["hold"]) and time.time() < deadline:
+            time.sleep(0.1)
+    written += 1
     if sc.get("slow"):
         import time
         time.sleep(sc["slow"])
