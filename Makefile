@@ -42,7 +42,7 @@ help:
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest (unit tests and sanity on 2.20 too), build check, molecule"
 	@echo "make compat  - ansible-test sanity and the unit tests on the oldest supported ansible-core (2.20)"
 	@echo "make demo    - run site.yml against the local demo test hosts (inventories/demo)"
-	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), site.yml no-change one host vs two (demo hosts), rolling restart through the gateway (fleet)"
+	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), site.yml no-change one host vs two (demo hosts), model download role vs curl and no-change cost, rolling restart through the gateway (fleet)"
 	@echo "make molecule S='default preflight' - run some molecule scenarios"
 	@echo "make gpu-check - on a real NVIDIA host: facts, preflight, driver, device access, P2P; one JSON verdict"
 
@@ -144,7 +144,7 @@ demo: machine-check venv hosts fixtures wheelhouse-standin engine-assets
 	@$(RUN) bash tools/demo.sh
 
 bench: MACHINE_CHECK_FOR := bench
-bench: machine-check venv hosts fixtures wheelhouse-standin engine-assets gateway-assets
+bench: machine-check venv hosts fixtures wheelhouse-standin engine-assets gateway-assets model-assets
 	@$(RUN) bash tools/bench/run.sh
 
 # On a real NVIDIA host, with the host's own Python (torch's, for the CUDA runtime); no Ansible, no network.

@@ -100,9 +100,15 @@ class ActionModule(ActionBase):
             return merge_hash(result, self._execute_module(MODULE, module_args=args, task_vars=task_vars,
                                                            wrap_async=True))
         paths = self._paths(args)
-        if self._task.check_mode or paths is None or self._published(paths[0], task_vars):
-            # check mode fetches nothing; a revision in place is only verified; bad input fails in the module
+        if self._task.check_mode or paths is None or args.get("fetch") is False:
+            # check mode fetches nothing; bad input fails in the module
             return self._sync(result, args, task_vars)
+        # one module call verifies a revision that is in place (a run that changes nothing costs no more); only a
+        # missing one becomes an async job with progress lines
+        first = self._execute_module(MODULE, module_args=dict(args, fetch=False), task_vars=task_vars)
+        if first.get("failed") or not first.get("needs_fetch"):
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+            return merge_hash(result, first)
         return self._staged(result, args, task_vars, paths[1], interval, timeout)
 
     # --- helpers -------------------------------------------------------------------------------
@@ -117,10 +123,6 @@ class ActionModule(ActionBase):
                     staging_dir(model_dir, org, name, args.get("commit")))
         except ModelStoreError:
             return None
-
-    def _published(self, path, task_vars):
-        info = self._execute_remote_stat(path, all_vars=task_vars, follow=False, checksum=False)
-        return bool(info.get("exists")) and bool(info.get("isdir"))
 
     def _sync(self, result, args, task_vars):
         try:

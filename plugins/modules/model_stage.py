@@ -124,6 +124,14 @@ options:
       - Seconds between two progress lines (action plugin only; the module ignores it).
     type: int
     default: 15
+  fetch:
+    description:
+      - V(false) verifies a revision that is in place (and applies the retention) but fetches nothing; when the
+        revision is not in place the module changes nothing and returns RV(needs_fetch=true).
+      - The action plugin runs the module this way first, so that a run that changes nothing costs one module
+        call, and starts the download as an async job only when it is needed.
+    type: bool
+    default: true
 notes:
   - Only whole files survive an interruption (huggingface_hub resumes per file); a file cut half-way is fetched
     again from its start.
@@ -210,6 +218,11 @@ staged:
   returned: success
   type: bool
   sample: true
+needs_fetch:
+  description: With O(fetch=false), whether the revision is missing and was left to a run that fetches.
+  returned: success
+  type: bool
+  sample: false
 """
 
 import errno
@@ -277,6 +290,7 @@ def build_module():
             disk_margin=dict(type="int", default=GIB),
             timeout=dict(type="int", default=21600),
             progress_interval=dict(type="int", default=15),
+            fetch=dict(type="bool", default=True),
         ),
         required_if=[("source", "hub", ("python",)), ("source", "path", ("source_path",))],
         supports_check_mode=True,
@@ -552,6 +566,9 @@ class Stager(object):
             msg = self.check_published()
         elif os.path.lexists(self.rev):
             raise StageError("%s is not a directory; move it away" % _show(self.rev))
+        elif not self.params["fetch"]:
+            self.result.update(needs_fetch=True, msg="%s@%s is not in place at %s" % (self.repo, self.commit, self.rev))
+            return self.result
         else:
             msg = self.stage_revision()
         self.retain()

@@ -18,6 +18,11 @@
 # over both, alternating, BENCH_SITE_SAMPLES (default 5) times each; every run must change nothing. Targets: both hosts
 # <= 1.3 x one host and one host <= 22 s (medians), PASS/FAIL each. Results: reports/bench_site.json, logs under
 # reports/bench_site/.
+# Then the model store (BENCH_NO_MODEL=1 skips it, about 6 minutes): tools/bench/bench_model.py serves a 1 GiB model
+# from olah on 127.0.0.1 and compares the sglang_model role's download with curl's of the same file, side by side,
+# then measures runs that change nothing (no weight byte read, checked with fincore). Targets: role rate >= 0.8 x
+# curl's; the staging task of a no-change run <= 0.5 s. Results: reports/bench_model.json, logs under
+# reports/bench_model/. It needs `make model-assets` and `make engine-assets` (make bench runs both).
 # Then the fleet (BENCH_NO_FLEET=1 skips it, about 25 minutes): `molecule test -s fleet` (one smg gateway, two
 # real SGLang CPU workers) measures a client stream through the gateway in steady state, during restart.yml and
 # during a plain restart without the drain; tools/bench/bench_fleet.py summarises it into reports/bench_fleet.json
@@ -85,6 +90,15 @@ if [ "${BENCH_NO_SITE:-0}" != 1 ]; then
     echo "bench: the demo hosts did not start; see reports/bench_site/demo-hosts.log" >&2
     status=1
   fi
+fi
+
+if [ "${BENCH_NO_MODEL:-0}" != 1 ]; then
+  echo "== sglang_model: download through the role vs curl, and a run that changes nothing (1 GiB model)"
+  rm -rf "$root/reports/bench_model"
+  "$python" "$here/bench_model.py" --json "$root/reports/bench_model.json" --workdir "$root/reports/bench_model" \
+    || status=1
+  # the model, the mirror's copy and the store: gigabytes that the logs do not need
+  rm -rf "$root/reports/bench_model/mirror" "$root/reports/bench_model/store" "$root/reports/bench_model/olah/repos"
 fi
 
 if [ "${BENCH_NO_FLEET:-0}" != 1 ]; then

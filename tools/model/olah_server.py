@@ -74,8 +74,9 @@ class OlahServer:
 
     def __init__(self, mirror_root, workdir, venv=DEFAULT_VENV, host="127.0.0.1", port=None, public_netloc=None):
         self.venv = Path(venv)
-        self.mirror_root = Path(mirror_root)
-        self.workdir = Path(workdir)
+        # absolute: olah runs with the workdir as its cwd and reads the paths of its config from there
+        self.mirror_root = Path(mirror_root).resolve()
+        self.workdir = Path(workdir).resolve()
         self.host = host
         self.port = port or free_port(host)
         self.public_netloc = public_netloc

@@ -125,6 +125,18 @@ def test_rerun_reads_no_weights(monkeypatch, hub, store):
     assert full.result["changed"] is False
 
 
+def test_without_fetch_a_missing_revision_is_left_alone_and_one_in_place_verified(monkeypatch, hub, store):
+    out = stage(monkeypatch, hub, store, fetch=False)
+    assert isinstance(out, ExitJson), out.result
+    assert out.result["needs_fetch"] is True and out.result["changed"] is False and out.result["staged"] is False
+    assert not os.path.exists(store) and downloads(hub) == []
+    assert isinstance(stage(monkeypatch, hub, store), ExitJson)
+    again = stage(monkeypatch, hub, store, fetch=False)
+    assert isinstance(again, ExitJson)
+    assert "needs_fetch" not in again.result and again.result["changed"] is False
+    assert again.result["bytes_read"] == 0 and "in place" in again.result["msg"] and len(downloads(hub)) == 1
+
+
 def test_touched_file_is_hashed_again_and_tampering_fails(monkeypatch, hub, store):
     assert isinstance(stage(monkeypatch, hub, store), ExitJson)
     weights = os.path.join(rev(store), WEIGHTS)

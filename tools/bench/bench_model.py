@@ -1,0 +1,322 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Benchmark: the sglang_model role's download against a plain curl from the same mirror, and what a run that
+changes nothing costs with a model of over 1 GiB.
+
+Everything runs on this machine, side by side in one run:
+
+* a model directory of ``--size-mib`` MiB of random weights (plus a config.json) is committed to a git repository
+  that olah 0.5.4 (offline mode, tools/model/olah_server.py) serves on 127.0.0.1 as a Hugging Face repository;
+* download: samples alternate between ``curl -o FILE`` of the weights file from olah and the role
+  (``tools/bench/playbooks/model_stage.yml`` over ``localhost``, connection local, a fresh model store each time:
+  resolve, huggingface_hub's download, SHA-256 of every file, rename into place). The role's rate is the bytes it
+  downloaded over the duration of its staging task as the controller saw it (progress polling included);
+* no change: with the revision in place, samples alternate between the play with the role and the same play without
+  it. Before each run with the role the weights are dropped from the page cache (POSIX_FADV_DONTNEED), and after it
+  ``fincore`` must find none of their pages resident: no weight byte was read. The role's report must say
+  changed false, 0 bytes read, 0 files hashed. One run with ``sglang_model_verify: full`` shows what re-hashing
+  costs instead (not a target).
+
+    python tools/bench/bench_model.py [--size-mib 1024] [--download-samples 2] [--samples 5] [--json FILE]
+        [--workdir DIR] [--min-rate-ratio 0.8] [--max-stage-seconds 0.5]
+
+Targets (PASS/FAIL each): role rate >= 0.8 x curl's (medians); every no-change run changed nothing and read no
+weights; the staging task of a no-change run <= 0.5 s per host (median). The added wall time of the whole role
+(resolve on the mirror, the record lookups, staging, the report) over the same play without it is reported too.
+Needs the olah venv (``make model-assets``), an interpreter with huggingface_hub (default: the CPU SGLang venv's,
+``make engine-assets``), curl and fincore (util-linux), and about 3 x size-mib of free disk in the workdir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+PLAYBOOK = os.path.join(HERE, "playbooks", "model_stage.yml")
+sys.path.insert(0, os.path.join(ROOT, "tools", "model"))
+from olah_server import OlahServer  # noqa: E402  pylint: disable=wrong-import-position
+
+BIN = os.path.dirname(sys.executable)
+CACHE = os.environ.get("LLMSERVE_CACHE", "/var/cache/llmserve")
+REPO = "llmserve-bench/big-model"
+WEIGHTS = "model.safetensors"
+CHUNK = 16 << 20
+
+
+def log(text):
+    print("bench-model: " + text, flush=True)
+
+
+def make_model(directory, size_mib):
+    """A model directory: random weights (incompressible, unlike zeros) and a small config.json."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as handle:
+        json.dump({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}, handle)
+    left = size_mib << 20
+    with open(os.path.join(directory, WEIGHTS), "wb") as handle:
+        while left:
+            piece = min(left, CHUNK)
+            handle.write(os.urandom(piece))
+            left -= piece
+
+
+def publish(model_dir, mirror_root):
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "model", "make_mirror_repo.py"),
+                          "--model-dir", model_dir, "--root", mirror_root, "--repo", REPO, "--message", "bench",
+                          "--lfs-min-size", "100000"], stdout=subprocess.PIPE, text=True, check=True)
+    return out.stdout.strip()
+
+
+def curl_sample(url, dest):
+    start = time.monotonic()
+    subprocess.run(["curl", "-sS", "-f", "-L", "-o", dest, url], check=True)
+    seconds = time.monotonic() - start
+    size = os.path.getsize(dest)
+    os.unlink(dest)
+    return dict(seconds=round(seconds, 3), bytes=size, rate=size / seconds)
+
+
+def _stamp(text):
+    return datetime.datetime.strptime(text.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+
+
+def parse_json_output(stdout):
+    """The json callback's document (progress lines of a download come before it)."""
+    start = stdout.find("\n{")
+    return json.loads(stdout[start + 1:] if start >= 0 else stdout)
+
+
+def role_run(args, commit, store, with_role, workdir, label, verify="changed"):
+    """One ansible-playbook run of the bench play; wall time, the staging task's duration, the role's report."""
+    extra = dict(bench_with_role=with_role, sglang_model_repo=REPO, sglang_model_revision=commit,
+                 sglang_model_hub_endpoint=args.endpoint, sglang_model_dir=store, sglang_model_python=args.hub_python,
+                 sglang_model_group="root", sglang_model_group_create=False, sglang_model_prewarm="never",
+                 sglang_model_progress_interval=1, sglang_model_disk_margin=0, sglang_model_verify=verify,
+                 ansible_python_interpreter=sys.executable)
+    varfile = os.path.join(workdir, "vars.json")
+    with open(varfile, "w") as handle:
+        json.dump(extra, handle)
+    playbook = os.path.join(BIN, "ansible-playbook")
+    argv = [playbook if os.path.exists(playbook) else "ansible-playbook", "-i", "localhost,", PLAYBOOK,
+            "-e", "@" + varfile]
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_DEPRECATION_WARNINGS="false")
+    start = time.monotonic()
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, check=False,
+                          cwd=ROOT)
+    wall = time.monotonic() - start
+    with open(os.path.join(workdir, label + ".log"), "w") as handle:
+        handle.write(proc.stdout)
+    result = dict(label=label, wall=round(wall, 3), rc=proc.returncode, stage_seconds=None, report={},
+                  changed=None)
+    try:
+        doc = parse_json_output(proc.stdout)
+    except ValueError:
+        return result
+    tasks = [task for play in doc.get("plays", []) for task in play.get("tasks", [])]
+    for task in tasks:
+        name = task["task"]["name"]
+        host = task.get("hosts", {}).get("localhost", {})
+        if " : Stage the revision " in name and not host.get("skipped"):
+            duration = task["task"]["duration"]
+            result["stage_seconds"] = round(_stamp(duration["end"]) - _stamp(duration["start"]), 3)
+        if name == "Print the role's report":
+            result["report"] = host.get("msg") or {}
+    result["changed"] = doc.get("stats", {}).get("localhost", {}).get("changed")
+    return result
+
+
+def evict(paths):
+    """Drop the files from the page cache; written pages must reach the disk first (dirty pages stay)."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def resident_bytes(paths):
+    """Bytes of these files in the page cache (fincore), summed."""
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES"] + list(paths),
+                         stdout=subprocess.PIPE, text=True, check=True)
+    return sum(int(line) for line in out.stdout.split())
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return round(statistics.median(values), 3) if values else None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="sglang_model: download vs curl, and the no-change cost")
+    parser.add_argument("--size-mib", type=int, default=1024, help="size of the weights file (default 1024)")
+    parser.add_argument("--download-samples", type=int, default=2, help="curl/role pairs (default 2)")
+    parser.add_argument("--samples", type=int, default=5, help="no-change pairs, with and without the role")
+    parser.add_argument("--min-rate-ratio", type=float, default=0.8, help="target: role rate / curl rate")
+    parser.add_argument("--max-stage-seconds", type=float, default=0.5,
+                        help="target: the staging task of a no-change run, seconds (median)")
+    parser.add_argument("--olah-venv", default=os.environ.get("LLMSERVE_OLAH_VENV", CACHE + "/venv-olah"))
+    parser.add_argument("--hub-python", default=os.environ.get(
+        "LLMSERVE_HF_CLIENT_PYTHON", os.path.join(os.environ.get("LLMSERVE_SGLANG_VENV", CACHE + "/venv-sglang-cpu"),
+                                                  "bin", "python")))
+    parser.add_argument("--json", help="write all measurements to this file")
+    parser.add_argument("--workdir", help="keep logs here (default: a temporary directory, removed at the end)")
+    args = parser.parse_args(argv)
+    if args.size_mib < 1024:
+        log("note: --size-mib %d is under 1 GiB; the issue's no-change target asks for a model of at least 1 GiB"
+            % args.size_mib)
+    for tool, hint in ((os.path.join(args.olah_venv, "bin", "olah-cli"), "make model-assets"),
+                       (args.hub_python, "make engine-assets")):
+        if not os.path.exists(tool):
+            log("%s is missing; run '%s'" % (tool, hint))
+            return 2
+    for tool in ("curl", "fincore"):
+        if not shutil.which(tool):
+            log("%s is not installed" % tool)
+            return 2
+    keep = bool(args.workdir)
+    workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="llmserve-bench-model-"))
+    os.makedirs(workdir, exist_ok=True)
+    logs = os.path.join(workdir, "logs")
+    os.makedirs(logs, exist_ok=True)
+    started = time.monotonic()
+    server = None
+    try:
+        log("writing a %d MiB model and committing it to the mirror's git repository" % args.size_mib)
+        make_model(os.path.join(workdir, "model"), args.size_mib)
+        commit = publish(os.path.join(workdir, "model"), os.path.join(workdir, "mirror"))
+        shutil.rmtree(os.path.join(workdir, "model"))
+        server = OlahServer(os.path.join(workdir, "mirror"), os.path.join(workdir, "olah"), venv=args.olah_venv)
+        server.start()
+        args.endpoint = server.url
+        url = "%s/%s/resolve/%s/%s" % (server.url, REPO, commit, WEIGHTS)
+        store = os.path.join(workdir, "store")
+        log("olah on %s, revision %s" % (server.url, commit))
+        warm = curl_sample(url, os.path.join(workdir, "curl.out"))
+        log("warm-up curl (not measured): %.1f s, %.1f MB/s" % (warm["seconds"], warm["rate"] / 1e6))
+
+        curl_runs, role_runs = [], []
+        for index in range(args.download_samples):
+            order = ["curl", "role"] if index % 2 == 0 else ["role", "curl"]
+            for kind in order:
+                if kind == "curl":
+                    sample = curl_sample(url, os.path.join(workdir, "curl.out"))
+                    curl_runs.append(sample)
+                    log("download %d/%d curl %6.1f s %7.1f MB/s" % (
+                        index + 1, args.download_samples, sample["seconds"], sample["rate"] / 1e6))
+                    continue
+                shutil.rmtree(store, ignore_errors=True)
+                run = role_run(args, commit, store, True, logs, "download-%d" % (index + 1))
+                got = int(run["report"].get("downloaded_bytes") or 0)
+                run["rate"] = got / run["stage_seconds"] if run["stage_seconds"] else None
+                run["ok"] = run["rc"] == 0 and got >= args.size_mib << 20 and run["report"].get("verified") != ""
+                role_runs.append(run)
+                log("download %d/%d role %6.1f s %7.1f MB/s (staging task; whole play %.1f s, rc %d, %d bytes)" % (
+                    index + 1, args.download_samples, run["stage_seconds"] or -1, (run["rate"] or 0) / 1e6,
+                    run["wall"], run["rc"], got))
+        revision = os.path.join(store, REPO.replace("/", "--"), commit)
+        files = sorted(p for p in glob.glob(os.path.join(revision, "**"), recursive=True) if os.path.isfile(p))
+        weights = [p for p in files if p.endswith(".safetensors")]
+
+        base_runs, nochange_runs = [], []
+        for index in range(args.samples):
+            order = [False, True] if index % 2 == 0 else [True, False]
+            for with_role in order:
+                if with_role:
+                    evict(files)
+                    before = resident_bytes(weights)
+                run = role_run(args, commit, store, with_role, logs, "nochange-%d-%s" % (
+                    index + 1, "role" if with_role else "base"))
+                if not with_role:
+                    run["ok"] = run["rc"] == 0 and run["changed"] == 0
+                    base_runs.append(run)
+                    log("no change %d/%d without the role %5.2f s" % (index + 1, args.samples, run["wall"]))
+                    continue
+                run["resident_before"] = before
+                run["resident_after"] = resident_bytes(weights)
+                report = run["report"]
+                run["ok"] = (run["rc"] == 0 and run["changed"] == 0 and run["resident_after"] == 0
+                             and int(report.get("bytes_read", -1)) == 0 and int(report.get("files_hashed", -1)) == 0
+                             and str(report.get("changed")).lower() == "false")
+                nochange_runs.append(run)
+                log("no change %d/%d with the role    %5.2f s (staging task %.3f s; weight bytes in page cache "
+                    "after: %d; report bytes_read %s, files_hashed %s)%s" % (
+                        index + 1, args.samples, run["wall"], run["stage_seconds"] or -1, run["resident_after"],
+                        report.get("bytes_read"), report.get("files_hashed"), "" if run["ok"] else " NOT CLEAN"))
+
+        evict(files)
+        full = role_run(args, commit, store, True, logs, "verify-full", verify="full")
+        full["resident_after"] = resident_bytes(weights)
+        log("for contrast, sglang_model_verify full: staging task %.2f s, %s bytes read, %d weight bytes cached "
+            "after" % (full["stage_seconds"] or -1, full["report"].get("bytes_read"), full["resident_after"]))
+    finally:
+        if server is not None:
+            server.stop()
+
+    curl_rate = median([r["rate"] for r in curl_runs])
+    role_rate = median([r["rate"] for r in role_runs])
+    ratio = role_rate / curl_rate if curl_rate and role_rate else 0.0
+    stage_median = median([r["stage_seconds"] for r in nochange_runs])
+    added = round(median([r["wall"] for r in nochange_runs]) - median([r["wall"] for r in base_runs]), 3)
+    model_bytes = sum(os.path.getsize(p) for p in files) if files else 0
+    checks = [
+        ("every role download succeeded and verified", all(r["ok"] for r in role_runs),
+         sum(1 for r in role_runs if not r["ok"])),
+        ("role download rate >= %.2f x curl's (medians)" % args.min_rate_ratio, ratio >= args.min_rate_ratio,
+         round(ratio, 3)),
+        ("model >= 1 GiB", model_bytes >= 1 << 30, model_bytes),
+        ("every no-change run changed nothing and read no weight byte", all(r["ok"] for r in nochange_runs + base_runs),
+         sum(1 for r in nochange_runs + base_runs if not r["ok"])),
+        ("no-change staging task <= %g s per host (median)" % args.max_stage_seconds,
+         stage_median is not None and stage_median <= args.max_stage_seconds, stage_median),
+    ]
+    wall = time.monotonic() - started
+    print()
+    print("sglang_model, %d MiB weights from olah on 127.0.0.1; load average at the end %s; wall %.0f s" % (
+        args.size_mib, " ".join("%.2f" % x for x in os.getloadavg()), wall))
+    print()
+    print("| download | median rate | samples (s) |")
+    print("|---|---|---|")
+    print("| curl -o FILE | %.1f MB/s | %s |" % (curl_rate / 1e6, ", ".join("%.1f" % r["seconds"] for r in curl_runs)))
+    print("| role (staging task: download + SHA-256 + rename) | %.1f MB/s | %s |" % (
+        (role_rate or 0) / 1e6, ", ".join("%.1f" % (r["stage_seconds"] or -1) for r in role_runs)))
+    print()
+    print("ratio role/curl: %.3f" % ratio)
+    print("no change: staging task median %.3f s; whole play with the role %.2f s vs without %.2f s (added %.2f s: "
+          "resolve on the mirror, record lookups, staging, report); verify full instead: staging task %.2f s" % (
+              stage_median or -1, median([r["wall"] for r in nochange_runs]), median([r["wall"] for r in base_runs]),
+              added, full["stage_seconds"] or -1))
+    failed = 0
+    for name, ok, measured in checks:
+        print("target %-62s %s (measured %s)" % (name, "PASS" if ok else "FAIL", measured))
+        failed += 0 if ok else 1
+    print("bench-model: %d targets passed, %d failed; logs in %s" % (
+        len(checks) - failed, failed, logs if keep else "(removed; --workdir keeps them)"))
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as handle:
+            json.dump(dict(size_mib=args.size_mib, model_bytes=model_bytes, curl=curl_runs, role=role_runs,
+                           ratio=ratio, nochange=nochange_runs, baseline=base_runs, verify_full=full,
+                           added_seconds=added, targets=[dict(name=n, ok=o, measured=m) for n, o, m in checks],
+                           loadavg=os.getloadavg(), wall=wall), handle, indent=2)
+    if not keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
