@@ -285,6 +285,17 @@ def test_extra_file_in_published_revision_fails(monkeypatch, hub, store):
     assert isinstance(out, FailJson) and "evil.py: not in the manifest" in out.result["msg"]
 
 
+def test_many_problems_are_listed_ten_then_counted(monkeypatch, hub, store):
+    assert isinstance(stage(monkeypatch, hub, store), ExitJson)
+    for number in range(12):
+        with open(os.path.join(rev(store), "stray-%02d.txt" % number), "w", encoding="utf-8") as handle:
+            handle.write("x")
+    out = stage(monkeypatch, hub, store)
+    assert isinstance(out, FailJson)
+    msg = out.result["msg"]
+    assert msg.count(": not in the manifest") == 10 and msg.endswith(": not in the manifest; and 2 more"), msg
+
+
 def test_progress_counts_bytes_incomplete_files_included(monkeypatch, tmp_path):
     root = tmp_path / ".staging-x"
     (root / ".cache" / "huggingface" / "download").mkdir(parents=True)
