@@ -33,6 +33,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     revision_dir,
     staging_dir,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int
 
 display = Display()
 
@@ -52,13 +53,13 @@ STATUS_KEYS = ("ansible_job_id", "started", "finished", "results_file", "stdout"
 
 
 def _int_option(args, name, default, minimum):
+    """The option as a whole number of at least ``minimum``: ``15``, ``"15"`` and ``15.0`` are 15; a fraction
+    (``2.5``), a boolean or any other text fails the task naming the option (int() would cut 2.5 to 2)."""
     value = args.get(name, default)
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = None
-    if number is None or isinstance(value, bool) or number < minimum:
-        raise AnsibleActionFail("%s: %r must be an integer of at least %d" % (name, value, minimum))
+    number = as_int(value, floats=True)
+    if number is None or number < minimum:
+        raise AnsibleActionFail("%s: %r must be an integer of at least %d (a whole number of seconds, not a "
+                                "fraction or a boolean)" % (name, value, minimum))
     return number
 
 

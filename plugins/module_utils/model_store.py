@@ -19,7 +19,7 @@ Rules (each raises ``ModelStoreError`` naming the variable and the rule):
 
 Layout: ``revision_dir``, ``staging_dir`` (beside it, so the final rename stays on one filesystem), ``state_file``
 and ``safe_join``.  Disk: ``bytes_needed``, ``check_free_space``, ``mount_point``.  Retention:
-``revisions_to_remove``.  Text: ``human_bytes``, ``progress_line``.
+``revisions_to_remove``.  Text: ``human_bytes``, ``progress_line``, ``listed``.
 
 Hashing, manifests and verification live in ``model_manifest``.  Standard library only: this runs on the managed
 hosts (Python 3.8+).
@@ -42,6 +42,8 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 TRUST_REMOTE_CODE_VAR = "sglang_server_args.trust_remote_code"
 STAGING_PREFIX = ".staging-"
 STATE_PREFIX = ".verified-"
+# How many names an error message lists before it gives only a count.
+LISTED_MAX = 10
 
 _REPO_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _COMMIT = re.compile(r"[0-9a-f]{40}\Z")
@@ -143,18 +145,11 @@ def pickle_files(names):
     return sorted(name for name in names if name.lower().endswith(PICKLE_SUFFIXES))
 
 
-def _listed(items, limit=10):
-    shown = ", ".join(_show(item, 200) for item in items[:limit])
-    if len(items) > limit:
-        shown += " and %d more" % (len(items) - limit)
-    return shown
-
-
 def pickle_refusal(files):
     """The refusal for the pickle ``files`` (first 10 named, then a count)."""
     return ("sglang_model_allow_pickle is false and the repository holds pickle files, which run code when they are "
             "loaded: %s; use a revision with safetensors weights, or set sglang_model_allow_pickle: true if you "
-            "trust this repository" % _listed(list(files)))
+            "trust this repository" % listed(list(files), width=200))
 
 
 def _auto_map_refs(config):
@@ -214,7 +209,8 @@ def remote_code_refusal(config, names):
     files = remote_code_files(config, names)
     elsewhere = sorted(set("%s (from %s)" % (module_file, repo)
                            for repo, module_file in map(_code_file, refs) if repo is not None))
-    what = _listed(files + elsewhere) or "the modules named by auto_map: %s" % _listed(sorted(set(refs)))
+    what = (listed(files + elsewhere, width=200)
+            or "the modules named by auto_map: %s" % listed(sorted(set(refs)), width=200))
     return ("the model's config.json asks for custom code (auto_map), which SGLang runs only with "
             "--trust-remote-code: %s; set %s: true once you have read it" % (what, TRUST_REMOTE_CODE_VAR))
 
@@ -335,6 +331,21 @@ def revisions_to_remove(existing, keep, referenced):
 
 
 # --- text ----------------------------------------------------------------------------------
+
+def listed(items, sep=", ", limit=LISTED_MAX, width=None):
+    """The first ``limit`` of ``items`` joined by ``sep``, then how many more there are.
+
+    After a comma list the count follows " and" (``a, b and 3 more``); after any other separator it keeps that
+    separator (``x: bad; y: bad; and 3 more``), as items that are sentences hold commas of their own.
+    ``width``: each shown item is a raw name, written escaped and cut to that many characters; None: the items
+    are already printable text.
+    """
+    shown = [item if width is None else _show(item, width) for item in items[:limit]]
+    text = sep.join(shown)
+    if len(items) > limit:
+        text += "%s and %d more" % (sep.rstrip().rstrip(","), len(items) - limit)
+    return text
+
 
 def human_bytes(count):
     """``count`` bytes in binary units: ``512 B``, ``1.5 KiB``, ``244.0 GiB``."""

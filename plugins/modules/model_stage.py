@@ -255,6 +255,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     check_free_space,
     check_repo,
     human_bytes,
+    listed,
     revision_dir,
     revisions_to_remove,
     safe_join,
@@ -268,7 +269,6 @@ FILE_MODE = 0o640
 STAGING_MODE = 0o700  # nobody but root sees a revision before it is verified
 HF_CACHE = ".cache"
 VERIFY_WORKERS = 4
-SHOWN = 10
 
 
 def build_module():
@@ -303,13 +303,6 @@ class StageError(Exception):
 
 def _show(path):
     return printable(path, 300, escape=True)
-
-
-def _listed(items):
-    text = "; ".join(items[:SHOWN])
-    if len(items) > SHOWN:
-        text += "; and %d more" % (len(items) - SHOWN)
-    return text
 
 
 def _problems(result):
@@ -433,7 +426,8 @@ class Stager(object):
         problems = _problems(result)
         if problems:
             raise StageError("the published revision %s of %s does not match its manifest, and was left as it is "
-                             "(move it away to fetch it again): %s" % (_show(self.rev), self.repo, _listed(problems)))
+                             "(move it away to fetch it again): %s"
+                             % (_show(self.rev), self.repo, listed(problems, sep="; ")))
         if not self.check and result.state != state:
             save_state(self.state_path, result.state, mode=FILE_MODE)
         return "%s@%s is in place at %s and verified (%s, %s read)" % (
@@ -522,7 +516,7 @@ class Stager(object):
                     _walk_remove(safe_join(self.stage, item["path"]))
                 raise StageError("%s@%s: files differ from what the hub publishes, also when fetched a second time; "
                                  "the published revisions are untouched: %s"
-                                 % (self.repo, self.commit, _listed(problems)))
+                                 % (self.repo, self.commit, listed(problems, sep="; ")))
             state.update(again.state)
             extra = again.extra
         else:

@@ -19,45 +19,20 @@ import http.client
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-TOOLS = ROOT / "tools" / "model"
-sys.path.insert(0, str(TOOLS))
+from model_mirror_helpers import BIG_REPO, HUB_PYTHON, NEEDS_MIRROR, REPO, TINY_MODEL, TOOLS, WEIGHTS, communicate
 
-# pylint: disable=wrong-import-position
-from hostile_proxy import HostileProxy, Rules  # noqa: E402
-from make_mirror_repo import publish  # noqa: E402
-from olah_server import OlahServer, free_port  # noqa: E402
-
-OLAH_VENV = Path(os.environ.get("LLMSERVE_OLAH_VENV", "/var/cache/llmserve/venv-olah"))
-CLIENT_PYTHON = Path(os.environ.get("LLMSERVE_HF_CLIENT_PYTHON", "/var/cache/llmserve/venv-sglang-cpu/bin/python"))
-TINY_MODEL = Path(os.environ.get("LLMSERVE_TINY_MODEL", "/var/cache/llmserve/models/tiny-llama"))
 CLIENT = TOOLS / "hf_client.py"
-REPO = "llmserve/tiny-llama"
-BIG_REPO = "llmserve/big"
-LFS_MIN = 100 * 1000  # model.safetensors (281 kB) becomes an LFS object, as on the real hub
-WEIGHTS = "model.safetensors"
-BIG_SIZE = 64 * 1024 * 1024
+BIG_SIZE = 64 * 1024 * 1024  # bytes of BIG_REPO's weights (the mirror fixture reads it)
 CHUNK = 10 * 1024 * 1024  # huggingface_hub's DOWNLOAD_CHUNK_SIZE: what a retry can resume from
 
-pytestmark = [
-    pytest.mark.skipif(not (OLAH_VENV / "bin" / "olah-cli").exists(),
-                       reason="no olah venv at %s: run tools/model/install_olah_venv.sh %s" % (OLAH_VENV, OLAH_VENV)),
-    pytest.mark.skipif(not CLIENT_PYTHON.exists(),
-                       reason="no client interpreter %s (set LLMSERVE_HF_CLIENT_PYTHON to a python with "
-                              "huggingface_hub)" % CLIENT_PYTHON),
-    pytest.mark.skipif(not (TINY_MODEL / "config.json").exists(),
-                       reason="no tiny model at %s (set LLMSERVE_TINY_MODEL)" % TINY_MODEL),
-    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
-]
+pytestmark = NEEDS_MIRROR
 
 
 def git_blob_id(data):
@@ -70,63 +45,7 @@ def git_hash_object(path):
                           stdout=subprocess.PIPE, text=True).stdout.strip()
 
 
-# --- the mirror, the proxy and the client -----------------------------------------------------
-
-class Mirror:
-    def __init__(self, root, olah, proxy, commits, big_source):
-        self.root = root
-        self.olah = olah
-        self.proxy = proxy
-        self.commits = commits  # repo -> [commit ids, oldest first]
-        self.big_source = big_source
-
-    def requests(self):
-        path = self.proxy.log_path
-        if not path or not os.path.exists(path):
-            return []
-        with open(path, encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle]
-
-    def gets(self, name):
-        return [r for r in self.requests() if r["method"] == "GET" and r["path"].endswith("/" + name)]
-
-
-@pytest.fixture(scope="module")
-def mirror(tmp_path_factory):
-    base = tmp_path_factory.mktemp("mirror")
-    root = base / "root"
-    commits = {REPO: [publish(TINY_MODEL, root, REPO, "first", lfs_min_size=LFS_MIN)]}
-    commits[REPO].append(publish(TINY_MODEL, root, REPO, "second", touch="README.md", lfs_min_size=LFS_MIN))
-    big_source = base / "big-source"
-    shutil.copytree(TINY_MODEL, big_source)
-    (big_source / WEIGHTS).write_bytes(random.Random(29).randbytes(BIG_SIZE))
-    commits[BIG_REPO] = [publish(big_source, root, BIG_REPO, "big", lfs_min_size=LFS_MIN)]
-
-    proxy_port = free_port()
-    olah = OlahServer(root, base / "olah", venv=OLAH_VENV, public_netloc="127.0.0.1:%d" % proxy_port).start()
-    proxy = HostileProxy(olah.url, port=proxy_port).start()
-    try:
-        yield Mirror(root, olah, proxy, commits, big_source)
-    finally:
-        proxy.stop()
-        olah.stop()
-
-
-@pytest.fixture
-def hostile(mirror, tmp_path):
-    """A fresh request log and rule file for each test."""
-    mirror.proxy.log_path = str(tmp_path / "proxy.log")
-    rules_file = tmp_path / "rules.json"
-    mirror.proxy.rules = Rules(path=str(rules_file))
-
-    def set_rules(*rules):
-        rules_file.write_text(json.dumps(list(rules)), encoding="utf-8")
-
-    mirror.set_rules = set_rules
-    yield mirror
-    mirror.proxy.log_path = None
-    mirror.proxy.rules = Rules()
-
+# --- the client (the mirror and the proxy: conftest.py) -------------------------------------------
 
 def client_env(mirror, home, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING_FACE_"))}
@@ -137,7 +56,7 @@ def client_env(mirror, home, **extra):
 
 
 def start_client(mirror, tmp_path, *args, token=None, **env):
-    argv = [str(CLIENT_PYTHON), str(CLIENT), *args] + (["--token-stdin"] if token else [])
+    argv = [str(HUB_PYTHON), str(CLIENT), *args] + (["--token-stdin"] if token else [])
     # pylint: disable-next=consider-using-with
     proc = subprocess.Popen(argv, env=client_env(mirror, tmp_path / "hf-home", **env), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -150,12 +69,7 @@ def start_client(mirror, tmp_path, *args, token=None, **env):
 def finish(proc, timeout):
     """(rc, answer, stderr, seconds waited) of a client started by start_client."""
     start = time.monotonic()
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
+    out, err = communicate(proc, timeout)
     lines = out.strip().splitlines()
     return proc.returncode, json.loads(lines[-1]) if lines else None, err, time.monotonic() - start
 

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,96 +23,26 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-TOOLS = ROOT / "tools" / "model"
-sys.path.insert(0, str(TOOLS))
+from model_mirror_helpers import (
+    BIG_REPO,
+    HUB_PYTHON,
+    NEEDS_MIRROR,
+    PICKLE_REPO,
+    REPO,
+    TINY_MODEL,
+    WEIGHTS,
+    communicate,
+)
 
-# pylint: disable=wrong-import-position
-from hostile_proxy import HostileProxy, Rules  # noqa: E402
-from make_mirror_repo import publish  # noqa: E402
-from olah_server import OlahServer, free_port  # noqa: E402
-
-OLAH_VENV = Path(os.environ.get("LLMSERVE_OLAH_VENV", "/var/cache/llmserve/venv-olah"))
-HUB_PYTHON = Path(os.environ.get("LLMSERVE_HF_CLIENT_PYTHON", "/var/cache/llmserve/venv-sglang-cpu/bin/python"))
-TINY_MODEL = Path(os.environ.get("LLMSERVE_TINY_MODEL", "/var/cache/llmserve/models/tiny-llama"))
 TREE = os.environ.get("LLMSERVE_PYTEST_TREE", "")
 MODULES = "ansible_collections.llmserve.sglang.plugins.modules."
-REPO = "llmserve/tiny-llama"
-PICKLE_REPO = "llmserve/pickled"
-BIG_REPO = "llmserve/big"
-LFS_MIN = 100 * 1000
-WEIGHTS = "model.safetensors"
-BIG_SIZE = 48 * 1024 * 1024
+BIG_SIZE = 48 * 1024 * 1024  # bytes of BIG_REPO's weights (the mirror fixture reads it)
 TOKEN = "hf_llmserveFUNCtoken%08d" % random.Random().randrange(10 ** 8)
 
-pytestmark = [
-    pytest.mark.skipif(not (OLAH_VENV / "bin" / "olah-cli").exists(),
-                       reason="no olah venv at %s: run tools/model/install_olah_venv.sh %s" % (OLAH_VENV, OLAH_VENV)),
-    pytest.mark.skipif(not HUB_PYTHON.exists(), reason="no interpreter with huggingface_hub at %s" % HUB_PYTHON),
-    pytest.mark.skipif(not (TINY_MODEL / "config.json").exists(), reason="no tiny model at %s" % TINY_MODEL),
-    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+pytestmark = NEEDS_MIRROR + [
     pytest.mark.skipif(not TREE, reason="run from the repository root (its conftest links the collection)"),
     pytest.mark.skipif(os.geteuid() != 0, reason="the store's files are root's: chown needs root"),
 ]
-
-
-class Mirror(object):
-    def __init__(self, root, proxy, commits, big_source):
-        self.root = root
-        self.proxy = proxy
-        self.commits = commits
-        self.big_source = big_source
-        self.set_rules = None
-
-    def requests(self):
-        path = self.proxy.log_path
-        if not path or not os.path.exists(path):
-            return []
-        with open(path, encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle]
-
-    def gets(self, name=""):
-        return [r for r in self.requests() if r["method"] == "GET" and "/resolve/" in r["path"]
-                and (not name or r["path"].endswith("/" + name))]
-
-
-@pytest.fixture(scope="module")
-def mirror(tmp_path_factory):
-    base = tmp_path_factory.mktemp("mirror")
-    root = base / "root"
-    commits = {REPO: [publish(TINY_MODEL, root, REPO, "first", lfs_min_size=LFS_MIN)]}
-    commits[REPO].append(publish(TINY_MODEL, root, REPO, "second", touch="README.md", lfs_min_size=LFS_MIN))
-    pickled = base / "pickled"
-    shutil.copytree(TINY_MODEL, pickled)
-    (pickled / "pytorch_model.bin").write_bytes(b"\x80\x04K\x01.")
-    commits[PICKLE_REPO] = [publish(pickled, root, PICKLE_REPO, "pickle", lfs_min_size=LFS_MIN)]
-    big_source = base / "big-source"
-    shutil.copytree(TINY_MODEL, big_source)
-    (big_source / WEIGHTS).write_bytes(random.Random(29).randbytes(BIG_SIZE))
-    commits[BIG_REPO] = [publish(big_source, root, BIG_REPO, "big", lfs_min_size=LFS_MIN)]
-    port = free_port()
-    olah = OlahServer(root, base / "olah", venv=OLAH_VENV, public_netloc="127.0.0.1:%d" % port).start()
-    proxy = HostileProxy(olah.url, port=port).start()
-    try:
-        yield Mirror(root, proxy, commits, big_source)
-    finally:
-        proxy.stop()
-        olah.stop()
-
-
-@pytest.fixture
-def hostile(mirror, tmp_path):
-    mirror.proxy.log_path = str(tmp_path / "proxy.log")
-    rules_file = tmp_path / "rules.json"
-    mirror.proxy.rules = Rules(path=str(rules_file))
-
-    def set_rules(*rules):
-        rules_file.write_text(json.dumps(list(rules)), encoding="utf-8")
-
-    mirror.set_rules = set_rules
-    yield mirror
-    mirror.proxy.log_path = None
-    mirror.proxy.rules = Rules()
 
 
 def start_module(name, args, tmp_path):
@@ -126,12 +55,7 @@ def start_module(name, args, tmp_path):
 
 
 def finish(proc, timeout=300):
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
+    out, err = communicate(proc, timeout)
     lines = [line for line in out.splitlines() if line.startswith("{")]
     assert lines, (out, err)
     return json.loads(lines[-1])

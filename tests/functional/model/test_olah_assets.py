@@ -6,15 +6,13 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[3] / "tools" / "model"
+from model_mirror_helpers import OLAH_VENV, TOOLS
+
 LOCK = TOOLS / "requirements-olah.lock.txt"
-OLAH_VENV = Path(os.environ.get("LLMSERVE_OLAH_VENV", "/var/cache/llmserve/venv-olah"))
 
 
 def _pins():

@@ -17,6 +17,9 @@ import time
 import pytest
 import yaml
 
+from ansible.errors import AnsibleActionFail
+
+from ansible_collections.llmserve.sglang.plugins.action import model_stage as action
 from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path
 from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.fake_hub import FakeHub
 
@@ -24,7 +27,7 @@ C1 = "1" * 40
 C2 = "2" * 40
 TOKEN = "hf_ActionToken55555"
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the store's files are root's: chown needs root")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the store's files are root's: chown needs root")
 
 
 def play(tmp_path, tasks, check=False, release=None):
@@ -74,6 +77,7 @@ PROGRESS = re.compile(r"^localhost: llmserve/tiny@111111111111 \d+(\.\d)? (B|KiB
                       r"(, [\d.]+ (B|KiB)/s, ETA \d+s|, ETA unknown)$", re.M)
 
 
+@needs_root
 def test_download_runs_async_with_progress_then_plain_run(tmp_path):
     release = tmp_path / "release"
     hub = FakeHub(tmp_path, commit=C1, files={"config.json": "{}", "a.safetensors": {"size": 100000, "lfs": True},
@@ -100,6 +104,7 @@ def test_download_runs_async_with_progress_then_plain_run(tmp_path):
     assert "ASYNC" not in out
 
 
+@needs_root
 def test_failed_job_fails_the_task_with_the_modules_message(tmp_path):
     hub = FakeHub(tmp_path, commit=C2, corrupt={"config.json": 9})
     store = str(tmp_path / "models")
@@ -110,6 +115,7 @@ def test_failed_job_fails_the_task_with_the_modules_message(tmp_path):
     assert not async_dir.exists() or os.listdir(str(async_dir)) == []
 
 
+@needs_root
 def test_check_mode_fetches_nothing(tmp_path):
     hub = FakeHub(tmp_path, commit=C1)
     store = str(tmp_path / "models")
@@ -119,9 +125,26 @@ def test_check_mode_fetches_nothing(tmp_path):
     assert not os.path.exists(store) and hub.calls() == []
 
 
-def test_bad_progress_interval_refused(tmp_path):
+@needs_root
+@pytest.mark.parametrize("option, value, shown", [("progress_interval", 0, "0"), ("timeout", 2.5, "2.5")])
+def test_bad_integer_option_refused_before_the_module_runs(tmp_path, option, value, shown):
     hub = FakeHub(tmp_path, commit=C1)
     store = str(tmp_path / "models")
-    rc, out, data, _async_dir = play(tmp_path, [stage_task(hub, store, "a", progress_interval=0)])
-    assert data["a"]["failed"] is True and "progress_interval: 0 must be an integer of at least 1" in data["a"]["msg"]
+    rc, out, data, _async_dir = play(tmp_path, [stage_task(hub, store, "a", **{option: value})])
+    assert data["a"]["failed"] is True, data["a"]
+    assert "%s: %s must be an integer of at least 1" % (option, shown) in data["a"]["msg"]
     assert hub.calls() == []
+
+
+@pytest.mark.parametrize("value, number", [(15, 15), ("15", 15), (" 7 ", 7), (15.0, 15), ("+3", 3)])
+def test_integer_option_taken(value, number):
+    assert action._int_option({"timeout": value}, "timeout", 21600, 1) == number
+    assert action._int_option({}, "timeout", 21600, 1) == 21600
+
+
+@pytest.mark.parametrize("value", [2.5, "2.5", 0.5, True, False, "1_000", "15s", "", None, [15], 0, "-1"])
+def test_fraction_bool_or_text_refused_naming_the_option(value):
+    with pytest.raises(AnsibleActionFail) as err:
+        action._int_option({"progress_interval": value}, "progress_interval", 15, 1)
+    assert str(err.value) == ("progress_interval: %r must be an integer of at least 1 (a whole number of seconds, "
+                              "not a fraction or a boolean)" % (value,))

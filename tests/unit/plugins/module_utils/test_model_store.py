@@ -155,6 +155,30 @@ def test_pickle_refusal_names_the_variable_and_the_files():
     assert "pytorch_model.bin;" in ms.pickle_refusal(["pytorch_model.bin"])
 
 
+def test_listed_names_ten_then_counts_the_rest():
+    names = ["f%02d" % number for number in range(12)]
+    assert ms.listed([]) == ""
+    assert ms.listed(names[:1]) == "f00"
+    assert ms.listed(names[:10]) == ", ".join(names[:10])
+    assert ms.listed(names[:11]) == ", ".join(names[:10]) + " and 1 more"
+    assert ms.listed(names) == ", ".join(names[:10]) + " and 2 more"
+    assert ms.listed(names, limit=2) == "f00, f01 and 10 more"
+
+
+def test_listed_sentences_keep_their_separator_before_the_count():
+    sentences = ["a.bin: missing", "b.bin: sha256 is 00, the hub publishes 11", "c.bin: not in the manifest"]
+    assert ms.listed(sentences, sep="; ") == "; ".join(sentences)
+    assert ms.listed(sentences, sep="; ", limit=1) == "a.bin: missing; and 2 more"
+
+
+def test_listed_escapes_and_cuts_raw_names_only_when_asked():
+    raw = "evil\x1b[2J" + "x" * 300
+    # cut to 20 characters first, then the escape character written out
+    assert ms.listed([raw], width=20) == "evil\\x1b[2J" + "x" * 12
+    # text that is already printable is kept whole
+    assert ms.listed(["y" * 300]) == "y" * 300
+
+
 AUTO_MAP = {
     "architectures": ["XForCausalLM"],
     "auto_map": {

@@ -4,12 +4,16 @@
 """What the module unit tests share: exit_json/fail_json turned into exceptions that carry the result.
 
 The result is masked with the module's no_log values first, as Ansible masks what a module returns,
-so tests see exactly what a playbook would.
+so tests see exactly what a playbook would.  ``run_module`` runs a module's ``main()`` with task arguments and
+hands back how it ended.
 """
 
 from __future__ import annotations
 
+import json
+
 from ansible.module_utils import basic
+from ansible.module_utils.common.text.converters import to_bytes
 
 
 class ModuleExit(Exception):
@@ -39,3 +43,18 @@ def fail_json(self, **kwargs):
 def patch_exits(monkeypatch):
     monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
     monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+
+
+def run_module(monkeypatch, module, args, check_mode=False):
+    """The ExitJson or FailJson that ``module.main()`` ends with, given the task arguments ``args``."""
+    patch_exits(monkeypatch)
+    args = dict(args)
+    if check_mode:
+        args["_ansible_check_mode"] = True
+    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
+    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy")
+    try:
+        module.main()
+    except ModuleExit as exc:
+        return exc
+    raise AssertionError("%s.main() returned without exit_json or fail_json" % module.__name__)

@@ -9,31 +9,17 @@ import json
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
-
 from ansible_collections.llmserve.sglang.plugins.modules import model_revision
+from ansible_collections.llmserve.sglang.tests.unit.plugins.modules import module_exits
 from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.fake_hub import FakeHub
-from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.module_exits import ExitJson, FailJson, patch_exits
+from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.module_exits import ExitJson, FailJson
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TOKEN = "hf_SecretToken123456"
 
 
-@pytest.fixture(autouse=True)
-def patched_module(monkeypatch):
-    patch_exits(monkeypatch)
-
-
 def run_module(monkeypatch, args, check_mode=False):
-    args = dict(args)
-    if check_mode:
-        args["_ansible_check_mode"] = True
-    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
-    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy")
-    with pytest.raises((ExitJson, FailJson)) as exc:
-        model_revision.main()
-    return exc.value
+    return module_exits.run_module(monkeypatch, model_revision, args, check_mode)
 
 
 def args_for(hub, **extra):

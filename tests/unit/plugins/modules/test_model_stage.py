@@ -15,13 +15,10 @@ import stat
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
-
 from ansible_collections.llmserve.sglang.plugins.module_utils import model_store
 from ansible_collections.llmserve.sglang.plugins.modules import model_stage, model_stage_progress
 from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.fake_hub import FakeHub
-from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.module_exits import ExitJson, FailJson, patch_exits
+from ansible_collections.llmserve.sglang.tests.unit.plugins.modules.module_exits import ExitJson, FailJson, run_module
 
 C1 = "1" * 40
 C2 = "2" * 40
@@ -31,22 +28,6 @@ TOKEN = "hf_StageToken987654321"
 WEIGHTS = "model.safetensors"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the store's files are root's: chown needs root")
-
-
-@pytest.fixture(autouse=True)
-def patched_module(monkeypatch):
-    patch_exits(monkeypatch)
-
-
-def run_module(monkeypatch, module, args, check_mode=False):
-    args = dict(args)
-    if check_mode:
-        args["_ansible_check_mode"] = True
-    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
-    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy")
-    with pytest.raises((ExitJson, FailJson)) as exc:
-        module.main()
-    return exc.value
 
 
 @pytest.fixture
@@ -295,6 +276,17 @@ def test_extra_file_in_published_revision_fails(monkeypatch, hub, store):
         handle.write("x")
     out = stage(monkeypatch, hub, store)
     assert isinstance(out, FailJson) and "evil.py: not in the manifest" in out.result["msg"]
+
+
+def test_many_problems_are_listed_ten_then_counted(monkeypatch, hub, store):
+    assert isinstance(stage(monkeypatch, hub, store), ExitJson)
+    for number in range(12):
+        with open(os.path.join(rev(store), "stray-%02d.txt" % number), "w", encoding="utf-8") as handle:
+            handle.write("x")
+    out = stage(monkeypatch, hub, store)
+    assert isinstance(out, FailJson)
+    msg = out.result["msg"]
+    assert msg.count(": not in the manifest") == 10 and msg.endswith(": not in the manifest; and 2 more"), msg
 
 
 def test_progress_counts_bytes_incomplete_files_included(monkeypatch, tmp_path):
