@@ -102,13 +102,17 @@ class ProxyHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "hostile-proxy"
     entry = None
+    log_path = None
 
     def log_message(self, format, *args):  # pylint: disable=redefined-builtin
         pass  # one JSON line per request goes to the log file instead
 
     def _record(self, **entry):
-        if self.server.log_path:
-            with self.server.log_lock, open(self.server.log_path, "a", encoding="utf-8") as handle:
+        # the log that was current when the request came in: a request that ends after a test switched the log
+        # (a killed client's) belongs to the test that sent it
+        path = self.log_path
+        if path:
+            with self.server.log_lock, open(path, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(entry, sort_keys=True) + "\n")
 
     def _auth_digest(self):
@@ -119,6 +123,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         return {"scheme": scheme, "sha256": hashlib.sha256(credentials.encode()).hexdigest()}
 
     def _proxy(self):
+        self.log_path = self.server.log_path
         rule = self.server.rules.pick(self.command, self.path)
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
