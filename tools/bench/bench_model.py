@@ -120,7 +120,7 @@ def role_run(args, commit, store, with_role, workdir, label, verify="changed"):
     with open(os.path.join(workdir, label + ".log"), "w") as handle:
         handle.write(proc.stdout)
     result = dict(label=label, wall=round(wall, 3), rc=proc.returncode, stage_seconds=None, report={},
-                  changed=None)
+                  changed=None, plain_module_seconds=None)
     try:
         doc = parse_json_output(proc.stdout)
     except ValueError:
@@ -132,6 +132,10 @@ def role_run(args, commit, store, with_role, workdir, label, verify="changed"):
         if " : Stage the revision " in name and not host.get("skipped"):
             duration = task["task"]["duration"]
             result["stage_seconds"] = round(_stamp(duration["end"]) - _stamp(duration["start"]), 3)
+        if " : Find the command line records of the live units" in name and not host.get("skipped"):
+            # a plain module call (ansible.builtin.find) in the same play: what any task on the host costs here
+            duration = task["task"]["duration"]
+            result["plain_module_seconds"] = round(_stamp(duration["end"]) - _stamp(duration["start"]), 3)
         if name == "Print the role's report":
             result["report"] = host.get("msg") or {}
     result["changed"] = doc.get("stats", {}).get("localhost", {}).get("changed")
@@ -271,6 +275,7 @@ def main(argv=None):
     role_rate = median([r["rate"] for r in role_runs])
     ratio = role_rate / curl_rate if curl_rate and role_rate else 0.0
     stage_median = median([r["stage_seconds"] for r in nochange_runs])
+    plain_median = median([r["plain_module_seconds"] for r in nochange_runs])
     added = round(median([r["wall"] for r in nochange_runs]) - median([r["wall"] for r in base_runs]), 3)
     model_bytes = sum(os.path.getsize(p) for p in files) if files else 0
     checks = [
@@ -296,6 +301,7 @@ def main(argv=None):
         (role_rate or 0) / 1e6, ", ".join("%.1f" % (r["stage_seconds"] or -1) for r in role_runs)))
     print()
     print("ratio role/curl: %.3f" % ratio)
+    print("no change: a plain module call in the same play (ansible.builtin.find) median %.3f s" % (plain_median or -1))
     print("no change: staging task median %.3f s; whole play with the role %.2f s vs without %.2f s (added %.2f s: "
           "resolve on the mirror, record lookups, staging, report); verify full instead: staging task %.2f s" % (
               stage_median or -1, median([r["wall"] for r in nochange_runs]), median([r["wall"] for r in base_runs]),
@@ -311,7 +317,7 @@ def main(argv=None):
         with open(args.json, "w") as handle:
             json.dump(dict(size_mib=args.size_mib, model_bytes=model_bytes, curl=curl_runs, role=role_runs,
                            ratio=ratio, nochange=nochange_runs, baseline=base_runs, verify_full=full,
-                           added_seconds=added, targets=[dict(name=n, ok=o, measured=m) for n, o, m in checks],
+                           added_seconds=added, plain_module_seconds=plain_median, targets=[dict(name=n, ok=o, measured=m) for n, o, m in checks],
                            loadavg=os.getloadavg(), wall=wall), handle, indent=2)
     if not keep:
         shutil.rmtree(workdir, ignore_errors=True)
