@@ -30,7 +30,6 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     ModelStoreError,
     check_repo,
     progress_line,
-    revision_dir,
     staging_dir,
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int
@@ -100,28 +99,25 @@ class ActionModule(ActionBase):
             # the task has async of its own: Ansible polls it (and the job's deadline is the task's)
             return merge_hash(result, self._execute_module(MODULE, module_args=args, task_vars=task_vars,
                                                            wrap_async=True))
-        paths = self._paths(args)
-        if self._task.check_mode or paths is None or args.get("fetch") is False:
+        staging = self._staging(args)
+        if self._task.check_mode or staging is None or args.get("fetch") is False:
             # check mode fetches nothing; bad input fails in the module
             return self._sync(result, args, task_vars)
         # one module call verifies a revision that is in place (a run that changes nothing costs no more); only a
         # missing one becomes an async job with progress lines
-        first = self._execute_module(MODULE, module_args=dict(args, fetch=False), task_vars=task_vars)
+        first = self._sync(result, dict(args, fetch=False), task_vars)
         if first.get("failed") or not first.get("needs_fetch"):
-            self._remove_tmp_path(self._connection._shell.tmpdir)
-            return merge_hash(result, first)
-        return self._staged(result, args, task_vars, paths[1], interval, timeout)
+            return first
+        return self._staged(result, args, task_vars, staging, interval, timeout)
 
     # --- helpers -------------------------------------------------------------------------------
 
     @staticmethod
-    def _paths(args):
-        """(revision dir, staging dir), or None when the module is to refuse the input itself."""
+    def _staging(args):
+        """The staging directory of the revision, or None when the module is to refuse the input itself."""
         try:
             org, name = check_repo(args.get("repo"))
-            model_dir = args.get("dir") or DEFAULT_DIR
-            return (revision_dir(model_dir, org, name, args.get("commit")),
-                    staging_dir(model_dir, org, name, args.get("commit")))
+            return staging_dir(args.get("dir") or DEFAULT_DIR, org, name, args.get("commit"))
         except ModelStoreError:
             return None
 

@@ -561,7 +561,8 @@ class Stager(object):
         elif os.path.lexists(self.rev):
             raise StageError("%s is not a directory; move it away" % _show(self.rev))
         elif not self.params["fetch"]:
-            self.result.update(needs_fetch=True, msg="%s@%s is not in place at %s" % (self.repo, self.commit, self.rev))
+            self.result.update(needs_fetch=True,
+                               msg="%s@%s is not in place at %s" % (self.repo, self.commit, _show(self.rev)))
             return self.result
         else:
             msg = self.stage_revision()
