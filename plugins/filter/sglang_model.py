@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters of the sglang_model role: its variables' rules, and the revisions sglang_server's units load.
 
-The logic lives in ``plugin_utils/model_config.py``; this file only adapts it to Jinja. Documentation: one
+The logic lives in ``plugin_utils/model_config.py`` and ``module_utils/model_store.py``; this file only adapts it to Jinja. Documentation: one
 ``<filter name>.yml`` next to it per filter.
 """
 
@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import (
-    model_config_problems,
-    referenced_revisions,
-)
+from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import referenced_revisions
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import model_config_problems
 
 
 def sglang_model_validate(cfg):

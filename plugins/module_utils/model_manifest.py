@@ -14,9 +14,10 @@ publishes) or ``{path, size, blob}`` (a plain git file: its git blob id, ``sha1(
 ``verify_tree(root, manifest, state, mode)``
     which files are good, bad, missing or extra.  In ``changed`` mode a file whose size, mtime, ctime and inode match
     the previous run's record, and whose recorded hash is the manifest's, is not read; ``full`` reads every file.
-``load_state(path)`` / ``save_state(path, state)``
+``load_state(path)`` / ``read_state(path)`` / ``save_state(path, state, origin=...)``
     that record, as JSON written atomically; a record that is missing, corrupt or malformed counts as empty, so every
-    file is hashed again.
+    file is hashed again. ``origin`` says where the hashes came from (``hub``: the hub's manifest; ``path``: hashed
+    from a directory on the host); only a ``hub`` record can stand in for the hub's manifest of its commit.
 ``present_sizes(root, manifest)``
     the files already complete in a staging directory (for ``model_store.bytes_needed``).
 ``manifest_from_dir(root)`` / ``manifest_from_state(state)``
@@ -51,6 +52,8 @@ STATE_VERSION = 1
 # A record of some thousand files is far below this; a bigger file is not one the store wrote.
 MAX_STATE = 16 << 20
 _STAT_KEYS = ("size", "mtime_ns", "ctime_ns", "ino")
+# Where a record's hashes came from: the hub's manifest, or hashing a directory on the host (source path).
+ORIGINS = ("hub", "path")
 
 Verification = collections.namedtuple("Verification", "ok bad missing extra state bytes_read")
 
@@ -346,26 +349,39 @@ def _valid_record(record):
         re.match("[0-9a-f]{%d}\\Z" % HASH_LENGTHS[digests[0]], record[digests[0]]))
 
 
-def load_state(path):
-    """The record ``save_state`` wrote at ``path``; ``{}`` when it is missing, unreadable or not one it wrote."""
+def read_state(path):
+    """``(files, origin)`` of the record ``save_state`` wrote at ``path``: ``({}, None)`` when it is missing,
+    unreadable or not one it wrote; ``origin`` is None for a record written without one."""
     try:
         fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
     except OSError:
-        return {}
+        return {}, None
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(MAX_STATE + 1)
     if len(data) > MAX_STATE:
-        return {}
+        return {}, None
     try:
         doc = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError):
-        return {}
+        return {}, None
     if not isinstance(doc, dict) or doc.get("version") != STATE_VERSION or not isinstance(doc.get("files"), dict):
-        return {}
-    return dict((name, record) for name, record in doc["files"].items() if _valid_record(record))
+        return {}, None
+    origin = doc.get("origin") if doc.get("origin") in ORIGINS else None
+    return dict((name, record) for name, record in doc["files"].items() if _valid_record(record)), origin
 
 
-def save_state(path, state, mode=0o644):
-    """Write ``state`` to ``path`` atomically and durably (a crash leaves the old record or the new one)."""
-    write_json_atomic(path, {"version": STATE_VERSION, "files": state}, ".tmp-", mode=mode, durable=True,
-                      sort_keys=True, indent=1)
+def load_state(path):
+    """The files of the record ``save_state`` wrote at ``path``; ``{}`` when it is missing, unreadable or not one it
+    wrote."""
+    return read_state(path)[0]
+
+
+def save_state(path, state, mode=0o644, origin=None):
+    """Write ``state`` (and its ``origin``, one of ORIGINS, when given) to ``path`` atomically and durably (a crash
+    leaves the old record or the new one)."""
+    doc = {"version": STATE_VERSION, "files": state}
+    if origin is not None:
+        if origin not in ORIGINS:
+            raise ValueError("origin must be one of %s, not %r" % (", ".join(ORIGINS), origin))
+        doc["origin"] = origin
+    write_json_atomic(path, doc, ".tmp-", mode=mode, durable=True, sort_keys=True, indent=1)

@@ -19,7 +19,9 @@ Rules (each raises ``ModelStoreError`` naming the variable and the rule):
 
 Layout: ``revision_dir``, ``staging_dir`` (beside it, so the final rename stays on one filesystem), ``state_file``
 and ``safe_join``.  Disk: ``bytes_needed``, ``check_free_space``, ``mount_point``.  Retention:
-``revisions_to_remove``.  Text: ``human_bytes``, ``progress_line``, ``listed``.
+``revisions_to_remove``; the revisions sglang_server's units load: ``referenced_revisions`` over its command line
+records (``*.args.json``), which ``read_records`` reads from its directories.  Text: ``human_bytes``,
+``progress_line``, ``listed``.
 
 Hashing, manifests and verification live in ``model_manifest``.  Standard library only: this runs on the managed
 hosts (Python 3.8+).
@@ -27,9 +29,11 @@ hosts (Python 3.8+).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
+import stat
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
 
@@ -44,6 +48,11 @@ STAGING_PREFIX = ".staging-"
 STATE_PREFIX = ".verified-"
 # How many names an error message lists before it gives only a count.
 LISTED_MAX = 10
+# The flags of sglang_server's command lines that name a model directory.
+MODEL_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")
+RECORD_SUFFIX = ".args.json"
+# A command line record is a few KiB; a bigger file is not one sglang_server wrote.
+RECORD_MAX = 1 << 20
 
 _REPO_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 _COMMIT = re.compile(r"[0-9a-f]{40}\Z")
@@ -331,6 +340,76 @@ def revisions_to_remove(existing, keep, referenced):
 
 
 # --- text ----------------------------------------------------------------------------------
+
+def _argv(record):
+    if isinstance(record, (str, bytes)):
+        try:
+            record = json.loads(record)
+        except (ValueError, RecursionError):
+            return []
+    argv = record.get("argv") if isinstance(record, dict) else None
+    return [str(arg) for arg in argv] if isinstance(argv, list) else []
+
+
+def referenced_revisions(records, model_dir):
+    """The directories under ``model_dir`` that the command line records (dicts or JSON texts) load.
+
+    A flag may be written ``--model-path X`` or ``--model-path=X``; a path is taken as the revision directory two
+    levels below ``model_dir`` (``<dir>/<org>--<name>/<commit>``) even when it names a file or folder inside it.
+    """
+    root = model_dir.rstrip("/") + "/"
+    found = set()
+    for record in records or []:
+        argv = _argv(record)
+        for index, arg in enumerate(argv):
+            value = None
+            for flag in MODEL_FLAGS:
+                if arg == flag and index + 1 < len(argv):
+                    value = argv[index + 1]
+                elif arg.startswith(flag + "="):
+                    value = arg[len(flag) + 1:]
+            if value is None:
+                continue
+            value = os.path.normpath(value)
+            if not value.startswith(root):
+                continue
+            parts = value[len(root):].split("/")
+            if len(parts) >= 2 and parts[0] and parts[1]:
+                found.add(root + parts[0] + "/" + parts[1])
+    return sorted(found)
+
+
+def _read_record(path):
+    """The text of one record file; None for a link, a non-regular file, an oversized or unreadable one."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        data = handle.read(RECORD_MAX + 1)
+    return data.decode("utf-8", "replace") if len(data) <= RECORD_MAX else None
+
+
+def read_records(directory, recurse=False):
+    """The texts of the command line records (``*.args.json``) in ``directory`` (below it with ``recurse``),
+    in path order. A missing directory has none; links are not followed."""
+    texts = []
+    if not directory or not os.path.isdir(directory):
+        return texts
+    for top, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(RECORD_SUFFIX):
+                text = _read_record(os.path.join(top, name))
+                if text is not None:
+                    texts.append(text)
+        if not recurse:
+            break
+    return texts
+
 
 def listed(items, sep=", ", limit=LISTED_MAX, width=None):
     """The first ``limit`` of ``items`` joined by ``sep``, then how many more there are.

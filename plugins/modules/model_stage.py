@@ -17,6 +17,12 @@ description:
   - When that directory exists, its files are verified (O(verify)) and nothing is fetched. In V(changed) mode a file
     whose size, mtime, ctime and inode are those of the last verification is not read again, so a run that changes
     nothing reads no weights. A file that differs fails the task, naming it; the directory is left as it is.
+  - With O(fetch=false) and no O(manifest), a revision in place is verified against the record of its last
+    verification (C(<dir>/<org>--<name>/.verified-<commit>.json)) when that record holds the hub's hashes; the
+    hub need not be asked for a commit the host already holds. The refusals of M(llmserve.sglang.model_revision)
+    (pickle weights without O(allow_pickle), custom code in C(config.json) without O(allow_remote_code)) are made
+    again on that record and the revision's own C(config.json). A revision in place without such a record
+    returns RV(needs_manifest=true) and changes nothing.
   - Otherwise the revision is fetched into C(<dir>/<org>--<name>/.staging-<commit>/) beside it. First the bytes
     still needed (files already complete there count as present) plus a margin are compared with the free space
     of that filesystem, before anything is written. With O(source=hub) the real C(huggingface_hub)
@@ -26,7 +32,8 @@ description:
   - Every staged file is then hashed. A file that differs is fetched once more; if it still differs the task fails
     naming the file and both hashes, and the published revisions are untouched. Only a fully verified staging
     directory is renamed into place (one atomic rename on the same filesystem).
-  - Afterwards older revisions are removed so that O(keep) remain, never one listed in O(referenced) nor this one.
+  - Afterwards older revisions are removed so that O(keep) remain, never this one, one listed in O(referenced), nor
+    one that a command line record of sglang_server in O(unit_records) or O(good_records) loads.
   - Runs through an action plugin of the same name. Unless the task is in check mode, has C(async) of its own, or
     the revision is already in place, the plugin starts the module as an async job itself and prints a progress line
     every O(progress_interval) seconds (bytes done and total, rate, ETA), so a long download shows in the play output
@@ -57,8 +64,9 @@ options:
     description:
       - The revision's files, as M(llmserve.sglang.model_revision) returns them (C(path), C(size), and C(sha256) or
         C(blob)).
-      - Required with O(source=hub). With O(source=path) and V([]), the manifest is made by hashing O(source_path)
-        (and, once the revision is in place, taken from its verified record).
+      - Required with O(source=hub) to fetch. With O(source=hub), O(fetch=false) and V([]), a revision in place is
+        verified against its record (see the description). With O(source=path) and V([]), the manifest is made by
+        hashing O(source_path) (and, once the revision is in place, taken from its verified record).
     type: list
     elements: dict
     default: []
@@ -109,6 +117,29 @@ options:
     type: list
     elements: path
     default: []
+  unit_records:
+    description:
+      - Directory of sglang_server's command line records of its live units (C(*.args.json), the role's
+        C(sglang_server_config_dir)). The revisions they load are kept and RV(serving) says whether this one is
+        among them. A missing directory holds none.
+    type: path
+  good_records:
+    description:
+      - Directory below which sglang_server keeps the command line records of its last good configurations
+        (C(*.args.json) at any depth; the role's C(sglang_server_state_dir)). The revisions they load are kept.
+    type: path
+  allow_pickle:
+    description:
+      - Accept pickle weights in a revision whose manifest comes from its record (see O(fetch)); as
+        M(llmserve.sglang.model_revision)'s option of that name.
+    type: bool
+    default: false
+  allow_remote_code:
+    description:
+      - Accept a C(config.json) that asks for custom code in a revision whose manifest comes from its record; as
+        M(llmserve.sglang.model_revision)'s option of that name.
+    type: bool
+    default: false
   disk_margin:
     description:
       - Bytes that must stay free beyond what is still to fetch; the margin is this or 5 % of the bytes to fetch,
@@ -154,9 +185,21 @@ EXAMPLES = r"""
     token: "{{ sglang_model_hub_token }}"
     python: /opt/llmserve-model-venv/bin/python
     group: sglang
-    referenced: [/var/lib/llmserve-models/Qwen--Qwen3.5-122B-A10B/0123456789abcdef0123456789abcdef01234567]
+    unit_records: /etc/sglang
+    good_records: /var/lib/llmserve-sglang
   throttle: 4
   register: model_stage
+
+- name: Verify a pinned revision the host already holds, without asking the hub
+  llmserve.sglang.model_stage:
+    repo: Qwen/Qwen3.5-122B-A10B
+    commit: 0123456789abcdef0123456789abcdef01234567
+    python: /opt/llmserve-model-venv/bin/python
+    group: sglang
+    fetch: false
+    unit_records: /etc/sglang
+    good_records: /var/lib/llmserve-sglang
+  register: model_in_store
 """
 
 RETURN = r"""
@@ -223,10 +266,40 @@ needs_fetch:
   returned: success
   type: bool
   sample: false
+needs_manifest:
+  description:
+    - With O(fetch=false) and no O(manifest), whether the revision is in place but its record cannot stand in for
+      the hub's manifest (none, or hashed from a path); nothing was verified or changed. Ask the hub and run again
+      with the manifest.
+  returned: success
+  type: bool
+  sample: false
+bytes:
+  description: The size of the revision, all files (from the manifest in use; V(0) when none was).
+  returned: success
+  type: int
+  sample: 244000000000
+files:
+  description: How many files the revision has (from the manifest in use).
+  returned: success
+  type: int
+  sample: 57
+serving:
+  description: Whether a live unit's command line record (O(unit_records)) loads this revision.
+  returned: success
+  type: bool
+  sample: true
+referenced:
+  description: The revision directories kept because O(referenced) or a command line record names them.
+  returned: success
+  type: list
+  elements: str
+  sample: [/var/lib/llmserve-models/Qwen--Qwen3.5-122B-A10B/0123456789abcdef0123456789abcdef01234567]
 """
 
 import errno
 import grp
+import json
 import os
 import shutil
 import stat
@@ -246,6 +319,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_manifest imp
     manifest_from_dir,
     manifest_from_state,
     present_sizes,
+    read_state,
     save_state,
     verify_tree,
 )
@@ -256,6 +330,11 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     check_repo,
     human_bytes,
     listed,
+    pickle_files,
+    pickle_refusal,
+    read_records,
+    referenced_revisions,
+    remote_code_refusal,
     revision_dir,
     revisions_to_remove,
     safe_join,
@@ -269,6 +348,8 @@ FILE_MODE = 0o640
 STAGING_MODE = 0o700  # nobody but root sees a revision before it is verified
 HF_CACHE = ".cache"
 VERIFY_WORKERS = 4
+# A model's config.json is some KiB; one far bigger is not read into memory to look for auto_map.
+CONFIG_MAX = 16 << 20
 
 
 def build_module():
@@ -291,6 +372,10 @@ def build_module():
             timeout=dict(type="int", default=21600),
             progress_interval=dict(type="int", default=15),
             fetch=dict(type="bool", default=True),
+            unit_records=dict(type="path"),
+            good_records=dict(type="path"),
+            allow_pickle=dict(type="bool", default=False),
+            allow_remote_code=dict(type="bool", default=False),
         ),
         required_if=[("source", "hub", ("python",)), ("source", "path", ("source_path",))],
         supports_check_mode=True,
@@ -339,7 +424,8 @@ class Stager(object):
         self.params = module.params
         self.check = module.check_mode
         self.result = dict(changed=False, downloaded_bytes=0, bytes_read=0, files_hashed=0, removed=[],
-                           staged=False)
+                           staged=False, bytes=0, files=0, serving=False, referenced=[])
+        self._gid = None
 
     # --- input -----------------------------------------------------------------------------
 
@@ -353,7 +439,7 @@ class Stager(object):
         self.state_path = state_file(p["dir"], org, name, self.commit)
         self.repo_dir = os.path.dirname(self.rev)
         self.manifest = check_manifest(p["manifest"])
-        if p["source"] == "hub" and not self.manifest:
+        if p["source"] == "hub" and not self.manifest and p["fetch"]:
             raise StageError("manifest: the files of %s@%s are needed to fetch it from the hub (see "
                              "llmserve.sglang.model_revision)" % (self.repo, self.commit))
         # keep is checked before anything changes, not when the retention comes
@@ -361,13 +447,55 @@ class Stager(object):
         if p["disk_margin"] < 0 or p["timeout"] < 1:
             raise StageError("disk_margin must be at least 0 and timeout at least 1 (got %d and %d)"
                              % (p["disk_margin"], p["timeout"]))
-        try:
-            self.gid = grp.getgrnam(p["group"]).gr_gid
-        except KeyError:
-            raise StageError("group: %s does not exist on this host" % _show(p["group"]))
         self.uid = 0 if os.geteuid() == 0 else -1
-        self.referenced = self._referenced_names(p["referenced"])
-        self.result.update(path=self.rev, commit=self.commit, verified=p["verify"])
+        if p["fetch"]:
+            self._group_id()  # a missing group is refused before anything is written
+        live = referenced_revisions(read_records(p["unit_records"]), p["dir"])
+        kept = sorted(set(live + referenced_revisions(read_records(p["good_records"], recurse=True), p["dir"])
+                          + [os.path.normpath(path) for path in p["referenced"]]))
+        self.referenced = self._referenced_names(kept)
+        self.result.update(path=self.rev, commit=self.commit, verified=p["verify"], referenced=kept,
+                           serving=self.rev in live)
+        self._totals(self.manifest)
+
+    def _group_id(self):
+        """The group's id, looked up when a file is to be owned by it (a host that still has to fetch the revision
+        may not have the group yet: the role creates it before fetching)."""
+        if self._gid is None:
+            try:
+                self._gid = grp.getgrnam(self.params["group"]).gr_gid
+            except KeyError:
+                raise StageError("group: %s does not exist on this host" % _show(self.params["group"]))
+        return self._gid
+
+    def _totals(self, manifest):
+        self.result.update(bytes=sum(entry["size"] for entry in manifest), files=len(manifest))
+
+    def _refuse_by_policy(self, manifest):
+        """model_revision's refusals, made again on a manifest that comes from the record: the inventory may have
+        changed its mind since the revision was staged."""
+        names = [entry["path"] for entry in manifest]
+        where = "%s@%s in the model store" % (self.repo, self.commit)
+        pickles = pickle_files(names)
+        if pickles and not self.params["allow_pickle"]:
+            raise StageError("%s: %s" % (where, pickle_refusal(pickles)))
+        if self.params["allow_remote_code"] or "config.json" not in names:
+            return
+        try:
+            fd = os.open(os.path.join(self.rev, "config.json"), os.O_RDONLY | os.O_NONBLOCK
+                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+            with os.fdopen(fd, "rb") as handle:
+                data = handle.read(CONFIG_MAX + 1)
+            config = json.loads(data.decode("utf-8")) if len(data) <= CONFIG_MAX else None
+        except (OSError, ValueError, RecursionError):
+            config = None
+        if not isinstance(config, dict):
+            # as on the hub: a config.json that cannot be read cannot be shown to be free of auto_map
+            raise StageError("%s: config.json is not a readable JSON object, so it cannot be shown to ask for no "
+                             "custom code" % where)
+        refusal = remote_code_refusal(config, names)
+        if refusal:
+            raise StageError("%s: %s" % (where, refusal))
 
     def _referenced_names(self, paths):
         """The revision names under this repository's directory that ``paths`` point into."""
@@ -388,8 +516,9 @@ class Stager(object):
         info = os.lstat(path)
         if stat.S_ISLNK(info.st_mode):
             raise StageError("%s is a link; the model store holds none" % _show(path))
-        if self.uid != -1 and info.st_uid != self.uid or info.st_gid != self.gid:
-            os.chown(path, self.uid, self.gid, follow_symlinks=False)
+        gid = self._group_id()
+        if self.uid != -1 and info.st_uid != self.uid or info.st_gid != gid:
+            os.chown(path, self.uid, gid, follow_symlinks=False)
         if stat.S_IMODE(info.st_mode) != mode:
             os.chmod(path, mode)
 
@@ -417,9 +546,26 @@ class Stager(object):
 
     # --- the revision in place ---------------------------------------------------------------
 
+    def record_manifest(self):
+        """The manifest from a record of the hub's hashes, policy checked; None when there is no such record."""
+        state, origin = read_state(self.state_path)
+        if origin != "hub" or not state:
+            return None
+        manifest = manifest_from_state(state)
+        self._refuse_by_policy(manifest)
+        return manifest
+
     def check_published(self):
-        state = load_state(self.state_path)
-        manifest = self.manifest or manifest_from_state(state) or manifest_from_dir(self.params["source_path"])
+        state, stored_origin = read_state(self.state_path)
+        origin = stored_origin
+        if self.manifest:
+            # the manifest came from the caller: for a hub source, the hub's own
+            origin = self.params["source"]
+            manifest = self.manifest
+        else:
+            manifest = manifest_from_state(state) or manifest_from_dir(self.params["source_path"])
+            origin = origin or self.params["source"]
+        self._totals(manifest)
         mode = self.params["verify"]
         result = verify_tree(self.rev, manifest, state, mode, workers=VERIFY_WORKERS)
         self.result.update(bytes_read=result.bytes_read, files_hashed=_hashed(result, state, mode))
@@ -428,8 +574,8 @@ class Stager(object):
             raise StageError("the published revision %s of %s does not match its manifest, and was left as it is "
                              "(move it away to fetch it again): %s"
                              % (_show(self.rev), self.repo, listed(problems, sep="; ")))
-        if not self.check and result.state != state:
-            save_state(self.state_path, result.state, mode=FILE_MODE)
+        if not self.check and (result.state != state or origin != stored_origin):
+            save_state(self.state_path, result.state, mode=FILE_MODE, origin=origin)
         return "%s@%s is in place at %s and verified (%s, %s read)" % (
             self.repo, self.commit, self.rev, mode, human_bytes(result.bytes_read))
 
@@ -481,6 +627,7 @@ class Stager(object):
         if not manifest:
             manifest = manifest_from_dir(p["source_path"])
             self.manifest = manifest
+        self._totals(manifest)
         total = sum(entry["size"] for entry in manifest)
         self._remove_partials()
         present = present_sizes(self.stage, manifest) if os.path.isdir(self.stage) else {}
@@ -526,7 +673,7 @@ class Stager(object):
         self._secure(self.stage, DIR_MODE)
         os.rename(self.stage, self.rev)
         os.utime(self.rev)  # the newest revision by mtime is the one staged last
-        save_state(self.state_path, state, mode=FILE_MODE)
+        save_state(self.state_path, state, mode=FILE_MODE, origin=p["source"])
         return "%s@%s fetched (%s) and verified (%s read) into %s" % (
             self.repo, self.commit, human_bytes(self.result["downloaded_bytes"]),
             human_bytes(self.result["bytes_read"]), self.rev)
@@ -557,6 +704,14 @@ class Stager(object):
     def run(self):
         self.prepare()
         if os.path.isdir(self.rev) and not os.path.islink(self.rev):
+            if self.params["source"] == "hub" and not self.manifest:
+                # only with fetch=false (prepare refuses it otherwise): the record stands in for the hub
+                self.manifest = self.record_manifest()
+                if self.manifest is None:
+                    self.result.update(needs_manifest=True, msg="%s@%s is in place at %s, but no record of the hub's "
+                                       "hashes is; the hub's manifest is needed to verify it"
+                                       % (self.repo, self.commit, _show(self.rev)))
+                    return self.result
             msg = self.check_published()
         elif os.path.lexists(self.rev):
             raise StageError("%s is not a directory; move it away" % _show(self.rev))

@@ -9,14 +9,13 @@
 The name and revision rules are the model store's own (``module_utils/model_store.py``), so the role and the
 modules refuse the same things with the same words.
 
-``referenced_revisions(records, model_dir)`` reads sglang_server's command line records (``*.args.json``: the live
-unit's and the last good configuration's) and returns the directories under ``model_dir`` they load: the revisions
-retention must never remove. Controller only.
+The revisions that sglang_server's command line records load (the ``sglang_model_referenced`` filter) are the model
+store's to work out: ``module_utils/model_store.py``'s ``referenced_revisions``, which the model_stage module uses
+on the host.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -34,8 +33,6 @@ PREWARM_MODES = ("auto", "always", "never")
 # An endpoint is a base URL: scheme, host, optional port and path; never a login (the token has its own variable).
 _ENDPOINT = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/%-]*)?\Z")
 _VERSION = re.compile(r"[0-9]+(\.[0-9]+)*([a-z]+[0-9]*)?\Z")
-# The flags that name a model directory in SGLang's command line.
-MODEL_FLAGS = ("--model-path", "--speculative-draft-model-path", "--tokenizer-path")
 
 
 def _show(value):
@@ -140,41 +137,3 @@ def model_config_problems(cfg):
     if not isinstance(group, str) or not re.match(r"[a-z_][a-z0-9_-]*\$?\Z", group or ""):
         err("group", "must be a group name, got %s" % _show(group))
     return problems
-
-
-def _argv(record):
-    if isinstance(record, str):
-        try:
-            record = json.loads(record)
-        except ValueError:
-            return []
-    argv = record.get("argv") if isinstance(record, dict) else None
-    return [str(arg) for arg in argv] if isinstance(argv, list) else []
-
-
-def referenced_revisions(records, model_dir):
-    """The directories under ``model_dir`` that the command line records (dicts or JSON texts) load.
-
-    A flag may be written ``--model-path X`` or ``--model-path=X``; a path is taken as the revision directory two
-    levels below ``model_dir`` (``<dir>/<org>--<name>/<commit>``) even when it names a file or folder inside it.
-    """
-    root = model_dir.rstrip("/") + "/"
-    found = set()
-    for record in records or []:
-        argv = _argv(record)
-        for index, arg in enumerate(argv):
-            value = None
-            for flag in MODEL_FLAGS:
-                if arg == flag and index + 1 < len(argv):
-                    value = argv[index + 1]
-                elif arg.startswith(flag + "="):
-                    value = arg[len(flag) + 1:]
-            if value is None:
-                continue
-            value = os.path.normpath(value)
-            if not value.startswith(root):
-                continue
-            parts = value[len(root):].split("/")
-            if len(parts) >= 2 and parts[0] and parts[1]:
-                found.add(root + parts[0] + "/" + parts[1])
-    return sorted(found)

@@ -420,3 +420,17 @@ def test_manifest_from_state_round_trip(tree):
     root, manifest = tree
     state = mm.verify_tree(str(root), manifest, {}, "full").state
     assert mm.manifest_from_state(state) == manifest
+
+
+def test_a_record_says_where_its_hashes_came_from(tmp_path):
+    path = str(tmp_path / "state.json")
+    mm.save_state(path, {}, origin="hub")
+    assert mm.read_state(path) == ({}, "hub")
+    mm.save_state(path, {})
+    assert mm.read_state(path) == ({}, None)
+    with open(path, "w") as handle:
+        json.dump({"version": mm.STATE_VERSION, "files": {}, "origin": "somewhere"}, handle)
+    assert mm.read_state(path) == ({}, None)
+    with pytest.raises(ValueError, match="origin must be one of hub, path"):
+        mm.save_state(path, {}, origin="elsewhere")
+    assert mm.read_state(str(tmp_path / "missing.json")) == ({}, None)

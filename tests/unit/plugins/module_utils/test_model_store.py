@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import collections
+import json
 import os
 
 import pytest
@@ -21,7 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.d
 
 def test_imports_only_the_standard_library():
     # modules import it on the managed hosts; parsed as Python 3.8
-    assert top_level_imports(ms.__file__, (3, 8)) <= {"__future__", "math", "os", "re", "ansible_collections"}
+    assert top_level_imports(ms.__file__, (3, 8)) <= {"__future__", "json", "math", "os", "re", "stat",
+                                                      "ansible_collections"}
 
 
 # --- repository -------------------------------------------------------------------------------
@@ -420,3 +422,42 @@ def test_progress_line():
     assert ms.progress_line(5, 10, 0) == "5 B / 10 B (50 %), ETA unknown"
     assert ms.progress_line(10, 10, 5) == "10 B / 10 B (100 %), 5 B/s, ETA 0s"
     assert ms.progress_line(0, 0, None) == "0 B / 0 B, ETA unknown"
+
+
+# --- the revisions sglang_server's units load ---------------------------------------------------
+
+STORE = "/var/lib/llmserve-models"
+
+
+def record(*argv):
+    return {"argv": ["/opt/sglang/venv-x/bin/python", "-m", "sglang.launch_server"] + list(argv)}
+
+
+def test_the_revisions_named_by_live_and_last_good_records():
+    live = record("--model-path", STORE + "/org--name/" + "a" * 40, "--port", "30000")
+    good = json.dumps(record("--model-path=" + STORE + "/org--name/" + "b" * 40 + "/"))
+    draft = record("--model-path", "/opt/models/other", "--speculative-draft-model-path",
+                   STORE + "/org--draft/" + "c" * 40 + "/sub")
+    assert ms.referenced_revisions([live, good, draft], STORE) == [
+        STORE + "/org--draft/" + "c" * 40, STORE + "/org--name/" + "a" * 40, STORE + "/org--name/" + "b" * 40]
+
+
+def test_paths_outside_the_store_and_broken_records_name_nothing():
+    records = [record("--model-path", "/opt/models/tiny"), record("--model-path", STORE + "/org--name"),
+               record("--model-path", STORE + "/../etc/x/y"), "not json", {"argv": "text"}, {}, record("--model-path")]
+    assert ms.referenced_revisions(records, STORE) == []
+
+
+def test_records_are_read_from_the_live_directory_and_below_the_kept_one(tmp_path):
+    live = tmp_path / "etc"
+    (live / "sub").mkdir(parents=True)
+    (live / "a.args.json").write_text('{"argv": ["a"]}')
+    (live / "notes.json").write_text("{}")
+    (live / "sub" / "b.args.json").write_text('{"argv": ["b"]}')
+    os.symlink(str(live / "a.args.json"), str(live / "link.args.json"))
+    os.mkfifo(str(live / "fifo.args.json"))
+    (live / "huge.args.json").write_bytes(b" " * (ms.RECORD_MAX + 1))
+    assert ms.read_records(str(live)) == ['{"argv": ["a"]}']
+    assert ms.read_records(str(live), recurse=True) == ['{"argv": ["a"]}', '{"argv": ["b"]}']
+    assert ms.read_records(str(tmp_path / "missing"), recurse=True) == []
+    assert ms.read_records("") == []

@@ -118,6 +118,100 @@ def test_without_fetch_a_missing_revision_is_left_alone_and_one_in_place_verifie
     assert again.result["bytes_read"] == 0 and "in place" in again.result["msg"] and len(downloads(hub)) == 1
 
 
+def state_doc(store, commit=C1):
+    with open(os.path.join(store, "llmserve--tiny", ".verified-%s.json" % commit)) as handle:
+        return json.load(handle)
+
+
+def test_a_pinned_revision_in_place_is_verified_from_its_record_without_the_hub(monkeypatch, hub, store):
+    assert isinstance(stage(monkeypatch, hub, store), ExitJson)
+    assert state_doc(store)["origin"] == "hub"
+    out = stage(monkeypatch, hub, store, manifest=[], fetch=False)
+    assert isinstance(out, ExitJson), out.result
+    r = out.result
+    assert r["changed"] is False and "needs_fetch" not in r and "needs_manifest" not in r
+    assert r["bytes_read"] == 0 and r["files_hashed"] == 0 and r["verified"] == "changed"
+    assert r["bytes"] == sum(e["size"] for e in hub.manifest()) and r["files"] == 3
+    assert len(hub.calls()) == 1  # the download of the first run; nothing asked the hub since
+    # the record's hashes are the hub's: a changed byte still fails, naming the file
+    with open(os.path.join(rev(store), WEIGHTS), "r+b") as handle:
+        handle.write(b"\x01")
+    bad = stage(monkeypatch, hub, store, manifest=[], fetch=False)
+    assert isinstance(bad, FailJson) and "model.safetensors: sha256 is " in bad.result["msg"]
+
+
+def test_without_a_record_of_the_hubs_hashes_the_manifest_is_asked_for(monkeypatch, hub, store):
+    assert isinstance(stage(monkeypatch, hub, store), ExitJson)
+    record = os.path.join(store, "llmserve--tiny", ".verified-%s.json" % C1)
+    doc = state_doc(store)
+    for origin in (None, "path"):
+        # a record from before origins were written, or one hashed from a directory on the host
+        changed = dict(doc)
+        changed.pop("origin")
+        if origin:
+            changed["origin"] = origin
+        with open(record, "w") as handle:
+            json.dump(changed, handle)
+        out = stage(monkeypatch, hub, store, manifest=[], fetch=False)
+        assert isinstance(out, ExitJson), out.result
+        assert out.result["needs_manifest"] is True and out.result["changed"] is False
+        assert out.result["bytes_read"] == 0 and state_doc(store) == changed
+    # with the hub's manifest the record is verified and marked as the hub's again
+    out = stage(monkeypatch, hub, store, fetch=False)
+    assert isinstance(out, ExitJson) and "needs_manifest" not in out.result and out.result["bytes_read"] == 0
+    assert state_doc(store)["origin"] == "hub"
+    # to fetch, a hub source needs the manifest
+    fetching = stage(monkeypatch, hub, store, commit=C2, manifest=[])
+    assert isinstance(fetching, FailJson) and "manifest: the files of" in fetching.result["msg"]
+
+
+def test_the_record_is_held_to_the_inventorys_current_refusals(monkeypatch, tmp_path, store):
+    (tmp_path / "p").mkdir()
+    pickled = FakeHub(tmp_path / "p", commit=C1, files={
+        "config.json": json.dumps({"architectures": ["X"], "auto_map": {"AutoModel": "modeling_x.X"}}),
+        "modeling_x.py": "print('custom code')\n",
+        "pytorch_model.bin": {"size": 1000, "lfs": True},
+    })
+    assert isinstance(stage(monkeypatch, pickled, store, allow_pickle=True, allow_remote_code=True), ExitJson)
+    out = stage(monkeypatch, pickled, store, manifest=[], fetch=False)
+    assert isinstance(out, FailJson) and "pytorch_model.bin" in out.result["msg"]
+    assert "sglang_model_allow_pickle" in out.result["msg"]
+    out = stage(monkeypatch, pickled, store, manifest=[], fetch=False, allow_pickle=True)
+    assert isinstance(out, FailJson) and "modeling_x.py" in out.result["msg"]
+    assert "sglang_server_args.trust_remote_code" in out.result["msg"]
+    out = stage(monkeypatch, pickled, store, manifest=[], fetch=False, allow_pickle=True, allow_remote_code=True)
+    assert isinstance(out, ExitJson) and out.result["changed"] is False
+    # a config.json that cannot be read cannot be shown to be free of auto_map
+    os.chmod(os.path.join(rev(store), "config.json"), 0o640)
+    os.unlink(os.path.join(rev(store), "config.json"))
+    os.mkfifo(os.path.join(rev(store), "config.json"))
+    out = stage(monkeypatch, pickled, store, manifest=[], fetch=False, allow_pickle=True)
+    assert isinstance(out, FailJson) and "config.json is not a readable JSON object" in out.result["msg"]
+
+
+def test_the_records_of_sglang_server_keep_revisions_and_tell_which_one_serves(monkeypatch, hub, store, tmp_path):
+    live, good = tmp_path / "etc-sglang", tmp_path / "state"
+    (good / "last-good" / "main").mkdir(parents=True)
+    live.mkdir()
+    for i, commit in enumerate((C1, C2)):
+        assert isinstance(stage(monkeypatch, hub, store, commit=commit), ExitJson)
+        os.utime(rev(store, commit), (1000 + i, 1000 + i))
+    (live / "main.args.json").write_text(json.dumps({"argv": ["python", "--model-path", rev(store, C1)]}))
+    (good / "last-good" / "main" / "main.args.json").write_text(
+        json.dumps({"argv": ["python", "--model-path=" + rev(store, C2) + "/"]}))
+    records = dict(unit_records=str(live), good_records=str(good))
+    # keep 1 would drop both older revisions; the live unit loads C1 and the last good configuration C2
+    out = stage(monkeypatch, hub, store, commit=C3, keep=1, **records)
+    assert isinstance(out, ExitJson) and out.result["removed"] == []
+    assert out.result["serving"] is False and out.result["referenced"] == [rev(store, C1), rev(store, C2)]
+    serving = stage(monkeypatch, hub, store, commit=C1, keep=1, fetch=False, manifest=[], **records)
+    # C3 is the newest: keep 1 keeps it
+    assert serving.result["serving"] is True and serving.result["removed"] == []
+    # without the good records, C2 is no longer kept
+    out = stage(monkeypatch, hub, store, commit=C1, keep=1, unit_records=str(live))
+    assert out.result["removed"] == [rev(store, C2)] and os.path.isdir(rev(store, C1))
+
+
 def test_touched_file_is_hashed_again_and_tampering_fails(monkeypatch, hub, store):
     assert isinstance(stage(monkeypatch, hub, store), ExitJson)
     weights = os.path.join(rev(store), WEIGHTS)

@@ -1,18 +1,13 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The sglang_model role's variable rules and the revisions sglang_server's command line records load."""
+"""The sglang_model role's variable rules (the revisions sglang_server's records load: test_model_store.py)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import (
-    model_config_problems,
-    referenced_revisions,
-)
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import model_config_problems
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 STORE = "/var/lib/llmserve-models"
@@ -130,22 +125,3 @@ def test_every_broken_rule_is_reported_at_once():
     problems = model_config_problems(cfg(repo="x", revision="main", verify="no", group="A B"))
     names = [p.split(":")[0] for p in problems]
     assert names == ["sglang_model_verify", "sglang_model_repo", "sglang_model_revision", "sglang_model_group"]
-
-
-def record(*argv):
-    return {"argv": ["/opt/sglang/venv-x/bin/python", "-m", "sglang.launch_server"] + list(argv)}
-
-
-def test_the_revisions_named_by_live_and_last_good_records():
-    live = record("--model-path", STORE + "/org--name/" + "a" * 40, "--port", "30000")
-    good = json.dumps(record("--model-path=" + STORE + "/org--name/" + "b" * 40 + "/"))
-    draft = record("--model-path", "/opt/models/other", "--speculative-draft-model-path",
-                   STORE + "/org--draft/" + "c" * 40 + "/sub")
-    assert referenced_revisions([live, good, draft], STORE) == [
-        STORE + "/org--draft/" + "c" * 40, STORE + "/org--name/" + "a" * 40, STORE + "/org--name/" + "b" * 40]
-
-
-def test_paths_outside_the_store_and_broken_records_name_nothing():
-    records = [record("--model-path", "/opt/models/tiny"), record("--model-path", STORE + "/org--name"),
-               record("--model-path", STORE + "/../etc/x/y"), "not json", {"argv": "text"}, {}, record("--model-path")]
-    assert referenced_revisions(records, STORE) == []

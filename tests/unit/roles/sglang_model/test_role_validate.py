@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -49,7 +50,8 @@ def test_the_validate_entry_point_passes_a_good_configuration(tmp_path):
     result = _play(tmp_path, _settings(tmp_path), "validate")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "failed=0" in result.stdout and "changed=0" in result.stdout
-    assert "The model configuration is valid" in result.stdout
+    # the refusal is a fail with a condition: skipped means no rule broke
+    assert re.search(r"Refuse a model configuration that breaks the store's rules\] \**\nskipping: ", result.stdout)
     assert TOKEN not in result.stdout + result.stderr
 
 
@@ -63,7 +65,7 @@ def test_bad_variables_fail_naming_each_one_before_the_host_changes(tmp_path):
                  "sglang_model_keep: must be an integer from 1 to 1000, got 0",
                  "sglang_model_stage_timeout: must be an integer from 60 to 31536000, got 5"):
         assert name in out, name
-    assert "Check the model configuration" in out
+    assert "Refuse a model configuration that breaks the store's rules" in out
     # the first task failed: no virtualenv, no store, no group task ran
     assert not (tmp_path / "venv").exists() and not (tmp_path / "store").exists()
     assert "Install huggingface_hub" not in out
