@@ -13,17 +13,22 @@ Everything runs on this machine, side by side in one run:
   resolve, huggingface_hub's download, SHA-256 of every file, rename into place). The role's rate is the bytes it
   downloaded over the duration of its staging task as the controller saw it (progress polling included);
 * no change: with the revision in place, samples alternate between the play with the role and the same play without
-  it. Before each run with the role the weights are dropped from the page cache (POSIX_FADV_DONTNEED), and after it
-  ``fincore`` must find none of their pages resident: no weight byte was read. The role's report must say
-  changed false, 0 bytes read, 0 files hashed. One run with ``sglang_model_verify: full`` shows what re-hashing
-  costs instead (not a target).
+  it, once with one host and once with ``--hosts`` hosts (all ``localhost`` under other names, connection local,
+  ``forks=1`` so that they run one after the other and every host's work is counted in full). Before each run with
+  the role the weights are dropped from the page cache (POSIX_FADV_DONTNEED), and after it ``fincore`` must find none
+  of their pages resident: no weight byte was read. The role's report must say changed false, 0 bytes read, 0 files
+  hashed, on every host. One run with ``sglang_model_verify: full`` shows what re-hashing costs instead (not a
+  target).
 
-    python tools/bench/bench_model.py [--size-mib 1024] [--download-samples 2] [--samples 5] [--json FILE]
-        [--workdir DIR] [--min-rate-ratio 0.8] [--max-stage-seconds 0.5]
+    python tools/bench/bench_model.py [--size-mib 1024] [--download-samples 2] [--samples 5] [--hosts 8]
+        [--json FILE] [--workdir DIR] [--min-rate-ratio 0.8] [--max-host-seconds 0.5]
 
-Targets (PASS/FAIL each): role rate >= 0.8 x curl's (medians); every no-change run changed nothing and read no
-weights; the staging task of a no-change run <= 0.5 s per host (median). The added wall time of the whole role
-(resolve on the mirror, the record lookups, staging, the report) over the same play without it is reported too.
+What a no-change run costs is split in two: per host, the wall time the role adds for each further host,
+``(added(N hosts) - added(1 host)) / (N - 1)`` with the added times medians of the differences between the two
+plays; per run, what is left of ``added(1 host)`` (the configuration check on the controller and the role's
+bookkeeping). Targets (PASS/FAIL each): role rate >= 0.8 x curl's (medians); every no-change run changed nothing
+and read no weights; the added cost per host <= 0.5 s. The check in the store and a plain module call (a stat) of
+the same play are shown beside it.
 Needs the olah venv (``make model-assets``), an interpreter with huggingface_hub (default: the CPU SGLang venv's,
 ``make engine-assets``), curl and fincore (util-linux), and about 3 x size-mib of free disk in the workdir.
 """
@@ -98,8 +103,24 @@ def parse_json_output(stdout):
     return json.loads(stdout[start + 1:] if start >= 0 else stdout)
 
 
-def role_run(args, commit, store, with_role, workdir, label, verify="changed"):
-    """One ansible-playbook run of the bench play; wall time, the staging task's duration, the role's report."""
+def write_inventory(workdir, hosts):
+    """``hosts`` names for this machine, each connection local, under ``bench`` (one model store for all)."""
+    path = os.path.join(workdir, "inventory-%d.ini" % hosts)
+    with open(path, "w") as handle:
+        handle.write("[bench]\n")
+        for index in range(hosts):
+            handle.write("bench-host-%d ansible_connection=local\n" % (index + 1))
+    return path
+
+
+def _task_seconds(task):
+    duration = task["task"]["duration"]
+    return round(_stamp(duration["end"]) - _stamp(duration["start"]), 3)
+
+
+def role_run(args, commit, store, with_role, workdir, label, verify="changed", hosts=1):
+    """One ansible-playbook run of the bench play over ``hosts`` hosts (one after the other: forks 1); wall time, the
+    durations of the role's tasks, the role's report of every host."""
     extra = dict(bench_with_role=with_role, sglang_model_repo=REPO, sglang_model_revision=commit,
                  sglang_model_hub_endpoint=args.endpoint, sglang_model_dir=store, sglang_model_python=args.hub_python,
                  sglang_model_group="root", sglang_model_group_create=False, sglang_model_prewarm="never",
@@ -109,8 +130,8 @@ def role_run(args, commit, store, with_role, workdir, label, verify="changed"):
     with open(varfile, "w") as handle:
         json.dump(extra, handle)
     playbook = os.path.join(BIN, "ansible-playbook")
-    argv = [playbook if os.path.exists(playbook) else "ansible-playbook", "-i", "localhost,", PLAYBOOK,
-            "-e", "@" + varfile]
+    argv = [playbook if os.path.exists(playbook) else "ansible-playbook", "-i", write_inventory(workdir, hosts),
+            PLAYBOOK, "-e", "@" + varfile, "--forks", "1"]
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_DEPRECATION_WARNINGS="false")
     start = time.monotonic()
@@ -119,8 +140,8 @@ def role_run(args, commit, store, with_role, workdir, label, verify="changed"):
     wall = time.monotonic() - start
     with open(os.path.join(workdir, label + ".log"), "w") as handle:
         handle.write(proc.stdout)
-    result = dict(label=label, wall=round(wall, 3), rc=proc.returncode, stage_seconds=None, report={},
-                  changed=None, plain_module_seconds=None)
+    result = dict(label=label, hosts=hosts, wall=round(wall, 3), rc=proc.returncode, stage_seconds=None,
+                  check_seconds=None, plain_module_seconds=None, reports={}, report={}, changed=None)
     try:
         doc = parse_json_output(proc.stdout)
     except ValueError:
@@ -128,17 +149,18 @@ def role_run(args, commit, store, with_role, workdir, label, verify="changed"):
     tasks = [task for play in doc.get("plays", []) for task in play.get("tasks", [])]
     for task in tasks:
         name = task["task"]["name"]
-        host = task.get("hosts", {}).get("localhost", {})
-        if " : Stage the revision " in name and not host.get("skipped"):
-            duration = task["task"]["duration"]
-            result["stage_seconds"] = round(_stamp(duration["end"]) - _stamp(duration["start"]), 3)
-        if " : Find the command line records of the live units" in name and not host.get("skipped"):
-            # a plain module call (ansible.builtin.find) in the same play: what any task on the host costs here
-            duration = task["task"]["duration"]
-            result["plain_module_seconds"] = round(_stamp(duration["end"]) - _stamp(duration["start"]), 3)
+        ran = [h for h in task.get("hosts", {}).values() if not h.get("skipped")]
+        if " : Stage the revision " in name and ran:
+            result["stage_seconds"] = _task_seconds(task)
+        if " : Check the revision in the model store" in name and ran:
+            result["check_seconds"] = _task_seconds(task)
+        if name == "A plain module call for comparison" and ran:
+            result["plain_module_seconds"] = _task_seconds(task)
         if name == "Print the role's report":
-            result["report"] = host.get("msg") or {}
-    result["changed"] = doc.get("stats", {}).get("localhost", {}).get("changed")
+            result["reports"] = dict((h, r.get("msg") or {}) for h, r in task.get("hosts", {}).items())
+    result["report"] = result["reports"].get("bench-host-1", {})
+    stats = doc.get("stats", {})
+    result["changed"] = sum(int(s.get("changed", 0)) for s in stats.values()) if len(stats) == hosts else None
     return result
 
 
@@ -171,8 +193,9 @@ def main(argv=None):
     parser.add_argument("--download-samples", type=int, default=2, help="curl/role pairs (default 2)")
     parser.add_argument("--samples", type=int, default=5, help="no-change pairs, with and without the role")
     parser.add_argument("--min-rate-ratio", type=float, default=0.8, help="target: role rate / curl rate")
-    parser.add_argument("--max-stage-seconds", type=float, default=0.5,
-                        help="target: the staging task of a no-change run, seconds (median)")
+    parser.add_argument("--hosts", type=int, default=8, help="hosts of the many-host no-change runs (default 8)")
+    parser.add_argument("--max-host-seconds", type=float, default=0.5,
+                        help="target: what each host adds to a no-change run, seconds")
     parser.add_argument("--olah-venv", default=os.environ.get("LLMSERVE_OLAH_VENV", CACHE + "/venv-olah"))
     parser.add_argument("--hub-python", default=os.environ.get(
         "LLMSERVE_HF_CLIENT_PYTHON", os.path.join(os.environ.get("LLMSERVE_SGLANG_VENV", CACHE + "/venv-sglang-cpu"),
@@ -236,37 +259,44 @@ def main(argv=None):
         files = sorted(p for p in glob.glob(os.path.join(revision, "**"), recursive=True) if os.path.isfile(p))
         weights = [p for p in files if p.endswith(".safetensors")]
 
-        base_runs, nochange_runs = [], []
-        for index in range(args.samples):
-            order = [False, True] if index % 2 == 0 else [True, False]
-            for with_role in order:
-                if with_role:
-                    evict(files)
-                    before = resident_bytes(weights)
-                run = role_run(args, commit, store, with_role, logs, "nochange-%d-%s" % (
-                    index + 1, "role" if with_role else "base"))
-                if not with_role:
-                    run["ok"] = run["rc"] == 0 and run["changed"] == 0
-                    base_runs.append(run)
-                    log("no change %d/%d without the role %5.2f s" % (index + 1, args.samples, run["wall"]))
-                    continue
-                run["resident_before"] = before
-                run["resident_after"] = resident_bytes(weights)
-                report = run["report"]
-                run["ok"] = (run["rc"] == 0 and run["changed"] == 0 and run["resident_after"] == 0
-                             and int(report.get("bytes_read", -1)) == 0 and int(report.get("files_hashed", -1)) == 0
-                             and str(report.get("changed")).lower() == "false")
-                nochange_runs.append(run)
-                log("no change %d/%d with the role    %5.2f s (staging task %.3f s; weight bytes in page cache "
-                    "after: %d; report bytes_read %s, files_hashed %s)%s" % (
-                        index + 1, args.samples, run["wall"], run["stage_seconds"] or -1, run["resident_after"],
-                        report.get("bytes_read"), report.get("files_hashed"), "" if run["ok"] else " NOT CLEAN"))
+        nochange = {}
+        for hosts in sorted(set([1, args.hosts])):
+            base_runs, role_runs_nc = [], []
+            for index in range(args.samples):
+                order = [False, True] if index % 2 == 0 else [True, False]
+                for with_role in order:
+                    if with_role:
+                        evict(files)
+                    run = role_run(args, commit, store, with_role, logs, "nochange-%dh-%d-%s" % (
+                        hosts, index + 1, "role" if with_role else "base"), hosts=hosts)
+                    if not with_role:
+                        run["ok"] = run["rc"] == 0 and run["changed"] == 0
+                        base_runs.append(run)
+                        log("no change, %d host(s), %d/%d, without the role %5.2f s" % (
+                            hosts, index + 1, args.samples, run["wall"]))
+                        continue
+                    run["resident_after"] = resident_bytes(weights)
+                    reports = run["reports"]
+                    run["ok"] = (run["rc"] == 0 and run["changed"] == 0 and run["resident_after"] == 0
+                                 and len(reports) == hosts
+                                 and all(int(r.get("bytes_read", -1)) == 0 and int(r.get("files_hashed", -1)) == 0
+                                         and str(r.get("changed")).lower() == "false" for r in reports.values()))
+                    role_runs_nc.append(run)
+                    log("no change, %d host(s), %d/%d, with the role    %5.2f s (check in the store %.3f s, plain "
+                        "stat %.3f s; weight bytes in page cache after: %d)%s" % (
+                            hosts, index + 1, args.samples, run["wall"], run["check_seconds"] or -1,
+                            run["plain_module_seconds"] or -1, run["resident_after"], "" if run["ok"] else " NOT CLEAN"))
+            # pairs were taken side by side: the added time is the median of the pairs' differences
+            added = median([r["wall"] - b["wall"] for r, b in zip(role_runs_nc, base_runs)])
+            nochange[hosts] = dict(base=base_runs, role=role_runs_nc, added=added,
+                                   check=median([r["check_seconds"] for r in role_runs_nc]),
+                                   plain=median([r["plain_module_seconds"] for r in role_runs_nc]))
 
         evict(files)
         full = role_run(args, commit, store, True, logs, "verify-full", verify="full")
         full["resident_after"] = resident_bytes(weights)
-        log("for contrast, sglang_model_verify full: staging task %.2f s, %s bytes read, %d weight bytes cached "
-            "after" % (full["stage_seconds"] or -1, full["report"].get("bytes_read"), full["resident_after"]))
+        log("for contrast, sglang_model_verify full: the check in the store %.2f s, %s bytes read, %d weight bytes "
+            "cached after" % (full["check_seconds"] or -1, full["report"].get("bytes_read"), full["resident_after"]))
     finally:
         if server is not None:
             server.stop()
@@ -274,9 +304,11 @@ def main(argv=None):
     curl_rate = median([r["rate"] for r in curl_runs])
     role_rate = median([r["rate"] for r in role_runs])
     ratio = role_rate / curl_rate if curl_rate and role_rate else 0.0
-    stage_median = median([r["stage_seconds"] for r in nochange_runs])
-    plain_median = median([r["plain_module_seconds"] for r in nochange_runs])
-    added = round(median([r["wall"] for r in nochange_runs]) - median([r["wall"] for r in base_runs]), 3)
+    one, many = nochange[1], nochange[max(nochange)]
+    per_host = (round((many["added"] - one["added"]) / (args.hosts - 1), 3)
+                if args.hosts > 1 and many["added"] is not None and one["added"] is not None else None)
+    per_run = round(one["added"] - per_host, 3) if per_host is not None and one["added"] is not None else None
+    all_runs = [r for side in nochange.values() for r in side["base"] + side["role"]]
     model_bytes = sum(os.path.getsize(p) for p in files) if files else 0
     checks = [
         ("every role download succeeded and verified", all(r["ok"] for r in role_runs),
@@ -284,10 +316,10 @@ def main(argv=None):
         ("role download rate >= %.2f x curl's (medians)" % args.min_rate_ratio, ratio >= args.min_rate_ratio,
          round(ratio, 3)),
         ("model >= 1 GiB", model_bytes >= 1 << 30, model_bytes),
-        ("every no-change run changed nothing and read no weight byte", all(r["ok"] for r in nochange_runs + base_runs),
-         sum(1 for r in nochange_runs + base_runs if not r["ok"])),
-        ("no-change staging task <= %g s per host (median)" % args.max_stage_seconds,
-         stage_median is not None and stage_median <= args.max_stage_seconds, stage_median),
+        ("every no-change run changed nothing and read no weight byte", all(r["ok"] for r in all_runs),
+         sum(1 for r in all_runs if not r["ok"])),
+        ("no-change cost per host <= %g s" % args.max_host_seconds,
+         per_host is not None and per_host <= args.max_host_seconds, per_host),
     ]
     wall = time.monotonic() - started
     print()
@@ -301,11 +333,16 @@ def main(argv=None):
         (role_rate or 0) / 1e6, ", ".join("%.1f" % (r["stage_seconds"] or -1) for r in role_runs)))
     print()
     print("ratio role/curl: %.3f" % ratio)
-    print("no change: a plain module call in the same play (ansible.builtin.find) median %.3f s" % (plain_median or -1))
-    print("no change: staging task median %.3f s; whole play with the role %.2f s vs without %.2f s (added %.2f s: "
-          "resolve on the mirror, record lookups, staging, report); verify full instead: staging task %.2f s" % (
-              stage_median or -1, median([r["wall"] for r in nochange_runs]), median([r["wall"] for r in base_runs]),
-              added, full["stage_seconds"] or -1))
+    for hosts in sorted(nochange):
+        side = nochange[hosts]
+        print("no change, %d host(s), forks 1: whole play with the role %.2f s vs without %.2f s (medians), added %.2f "
+              "s (median of the pairs); the check in the store %.3f s, a plain stat %.3f s (task durations, all "
+              "hosts)" % (hosts, median([r["wall"] for r in side["role"]]), median([r["wall"] for r in side["base"]]),
+                          side["added"], side["check"] or -1, side["plain"] or -1))
+    print("no change: each further host adds %s s; each run adds %s s on top (configuration check, bookkeeping)" % (
+        per_host, per_run))
+    print("for contrast, sglang_model_verify full on one host: the check in the store %.2f s, %s bytes read" % (
+        full["check_seconds"] or -1, full["report"].get("bytes_read")))
     failed = 0
     for name, ok, measured in checks:
         print("target %-62s %s (measured %s)" % (name, "PASS" if ok else "FAIL", measured))
@@ -316,8 +353,9 @@ def main(argv=None):
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as handle:
             json.dump(dict(size_mib=args.size_mib, model_bytes=model_bytes, curl=curl_runs, role=role_runs,
-                           ratio=ratio, nochange=nochange_runs, baseline=base_runs, verify_full=full,
-                           added_seconds=added, plain_module_seconds=plain_median, targets=[dict(name=n, ok=o, measured=m) for n, o, m in checks],
+                           ratio=ratio, nochange=dict((str(k), v) for k, v in nochange.items()), verify_full=full,
+                           per_host_seconds=per_host, per_run_seconds=per_run,
+                           targets=[dict(name=n, ok=o, measured=m) for n, o, m in checks],
                            loadavg=os.getloadavg(), wall=wall), handle, indent=2)
     if not keep:
         shutil.rmtree(workdir, ignore_errors=True)
