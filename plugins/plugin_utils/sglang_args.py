@@ -49,7 +49,9 @@ Public functions:
 The rules live in one module per family, each holding a part of the one-pass ``_Config`` (a mixin class):
 ``sglang_args_server`` (model, cache, address, authentication), ``sglang_args_parallel`` (GPUs, parallelism,
 multi-node), ``sglang_args_speculative``, ``sglang_args_values`` (the values of ``args`` against the flag table),
-``sglang_args_service`` (environment, P2P, metrics, unit, probe) and ``sglang_args_common`` (what they share).
+``sglang_args_loader`` (how the weights are loaded: the loader's extra config, the checkpoint prefetch, the startup
+overlap), ``sglang_args_service`` (environment, P2P, metrics, unit, probe) and ``sglang_args_common`` (what they
+share).
 Import from this module: it re-exports their public names.
 
 Standard library only, except ``netaddr`` (controller side) which is imported lazily for the host
@@ -76,6 +78,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common
     normalise_flag_name,
     option_for,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_loader import _LoaderRules
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_parallel import IFNAME_ENV, _ParallelRules
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_server import _ServerRules
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_service import (
@@ -120,7 +123,7 @@ __all__ = [
 ]
 
 
-class _Config(_ServerRules, _ParallelRules, _SpeculativeRules, _ValueRules, _ServiceRules):
+class _Config(_ServerRules, _ParallelRules, _SpeculativeRules, _ValueRules, _LoaderRules, _ServiceRules):
     """One pass over ``cfg``: collects errors/warnings and the normalised values."""
 
     def __init__(self, cfg, prefix):
@@ -194,6 +197,7 @@ class _Config(_ServerRules, _ParallelRules, _SpeculativeRules, _ValueRules, _Ser
         self._check_secrets()
         self._check_speculative()
         self._check_args()
+        self._check_loader_config()
         self._check_metrics()
         self._check_env()
         self._check_p2p()
@@ -210,6 +214,7 @@ class _Config(_ServerRules, _ParallelRules, _SpeculativeRules, _ValueRules, _Ser
         self._rule_scheduling()
         self._rule_speculative()
         self._rule_mamba()
+        self._rule_loader()
         self._rule_ports()
 
     # -- deprecations (warnings only) ------------------------------------------------------------------

@@ -46,7 +46,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common
 POSITIVE_INT_FLAGS = (
     "tp_size", "pp_size", "dp_size", "attn_dp_size", "attn_cp_size", "moe_dp_size", "dcp_size", "ep_size",
     "nnodes", "tokenizer_worker_num", "detokenizer_worker_num", "page_size", "max_running_requests",
-    "gpu_id_step", "mamba_track_interval",
+    "gpu_id_step", "mamba_track_interval", "weight_loader_prefetch_num_threads",
     "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
 )
 NON_NEGATIVE_INT_FLAGS = ("node_rank", "base_gpu_id", "mamba_cache_philox_rounds")
