@@ -9,11 +9,17 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import RangeSpecError, range_problems as _range_problems
+# Helpers are imported inside the filters: Ansible imports every filter file of the collection to find any one
+# filter, in each worker process, so an import up here would be paid by every task that uses any of them.
 
 
 def range_problems(rules):
     """``{variable: [value, minimum, maximum]}`` -> messages naming each variable out of its range."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import (
+        RangeSpecError,
+        range_problems as _range_problems,
+    )
+
     try:
         return _range_problems(dict(rules) if hasattr(rules, "items") else rules)
     except RangeSpecError as exc:

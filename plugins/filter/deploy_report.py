@@ -7,31 +7,31 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import (
-    build_host_report,
-    gateway_states,
-    host_stats,
-    host_rows,
-    render_text,
-    report_file_name,
-    server_rows,
-)
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.server_report import server_report
+# Helpers are imported inside the filters: Ansible imports every filter file of the collection to find any one
+# filter, in each worker process, so an import up here would be paid by every task that uses any of them.
+
+
+def _report():
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils import deploy_report
+
+    return deploy_report
 
 
 def sglang_host_report(host, preflight=None, driver=None, sglang=None, gateway_out=None, gateway_in=None,
                        plan=None, model=None):
-    return build_host_report(host, preflight or None, driver or None, sglang or None,
-                             gateway_states(gateway_out or None, gateway_in or None), plan or None, model or None)
+    report = _report()
+    return report.build_host_report(host, preflight or None, driver or None, sglang or None,
+                                    report.gateway_states(gateway_out or None, gateway_in or None), plan or None,
+                                    model or None)
 
 
 def sglang_host_stats(report):
-    return host_stats(report)
+    return _report().host_stats(report)
 
 
 def sglang_report_rows(report):
     """The rows of one host's table, ``[[label, value], ...]`` (the Markdown template and the play output share them)."""
-    return [list(row) for row in host_rows(report)]
+    return [list(row) for row in _report().host_rows(report)]
 
 
 def sglang_report_servers(reports):
@@ -39,22 +39,24 @@ def sglang_report_servers(reports):
     reports = list(reports)
     if not any((r.get("sglang") or {}).get("node_group") for r in reports):
         return []
-    return [list(row) for row in server_rows(reports)]
+    return [list(row) for row in _report().server_rows(reports)]
 
 
 def sglang_report_text(report):
-    return render_text(report)
+    return _report().render_text(report)
 
 
 def sglang_report_file_name(host):
     try:
-        return report_file_name(host)
+        return _report().report_file_name(host)
     except ValueError as exc:
         raise AnsibleFilterError("sglang_report_file_name: %s" % to_native(exc))
 
 
 def sglang_server_report(fields):
     """The role sglang_server's host report with every key (``None`` where ``fields`` has none)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.server_report import server_report
+
     try:
         return server_report(fields)
     except (TypeError, ValueError) as exc:

@@ -3,24 +3,26 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Jinja filters of the iommu_preflight role; the logic lives in module_utils (preflight_rules, p2p)."""
+"""Jinja filters of the iommu_preflight role; the logic lives in plugin_utils (preflight_rules, p2p)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils import p2p
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.preflight_rules import (
-    DEFAULT_FATAL_XIDS,
-    DEFAULT_FORBIDDEN_ARCHITECTURES,
-    evaluate,
-)
+# Helpers are imported inside the filters: Ansible imports every filter file of the collection to find any one
+# filter, in each worker process, so an import up here would be paid by every task that uses any of them.
 
 
 def iommu_preflight_evaluate(gpu_host, gpus=None, require_iommu=False, dma_faults='fail',
                              identity_forbidden_architectures=None, disable_identity_units=False,
                              fatal_xids=None, require_gpu=True):
     """``ansible_facts['gpu_host']`` -> ``{errors, warnings, selected, units_to_disable, reboot_required, report}``."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.preflight_rules import (
+        DEFAULT_FATAL_XIDS,
+        DEFAULT_FORBIDDEN_ARCHITECTURES,
+        evaluate,
+    )
+
     if not isinstance(gpu_host, dict):
         raise AnsibleFilterError('iommu_preflight_evaluate: expected the gpu_host facts dictionary, got %s'
                                  % type(gpu_host).__name__)
@@ -46,6 +48,8 @@ def iommu_preflight_evaluate(gpu_host, gpus=None, require_iommu=False, dma_fault
 
 def p2p_matrix(gpus, topology=None, query=None, functional=None, skipped=None):
     """GPU list + recorded tool outputs -> per-pair P2P matrix and decision (see plugin_utils.p2p)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils import p2p
+
     addresses = []
     for gpu in gpus or []:
         addresses.append(gpu.get('pci_address') if isinstance(gpu, dict) else gpu)

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_registry import (
-    compare_with_driver_facts,
-    render_modprobe_options,
-    validate_module_params,
-    validate_registry_dwords,
-)
+# Helpers are imported inside the filters: Ansible imports every filter file of the collection to find any one
+# filter, in each worker process, so an import up here would be paid by every task that uses any of them.
 
 
 def _plain(value):
@@ -31,6 +27,8 @@ def _plain(value):
 
 def nvidia_modprobe_options(registry, params=None, module="nvidia"):
     """The ``options nvidia ...`` line for a modprobe.d file ('' when there is nothing to set)."""
+    from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_registry import render_modprobe_options
+
     try:
         return render_modprobe_options(_plain(registry), _plain(params), module=module)
     except ValueError as exc:
@@ -44,6 +42,11 @@ def nvidia_driver_param_errors(
     params_var="nvidia_driver_module_params",
 ):
     """Every validation error of the registry dwords and standalone options, as a list of strings."""
+    from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_registry import (
+        validate_module_params,
+        validate_registry_dwords,
+    )
+
     registry = _plain(registry)
     params = _plain(params)
     errors = validate_registry_dwords(registry, registry_var)
@@ -55,6 +58,8 @@ def nvidia_driver_param_errors(
 
 def nvidia_driver_compare(driver, registry=None, params=None):
     """Compare wanted options with ``ansible_facts['gpu_host']['nvidia_driver']``, key by key."""
+    from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_registry import compare_with_driver_facts
+
     try:
         return compare_with_driver_facts(_plain(driver), _plain(registry), _plain(params))
     except ValueError as exc:

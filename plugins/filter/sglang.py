@@ -13,33 +13,11 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import (
-    PlanError,
-    plan_server,
-    rollout_batches,
-)
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease import LeaseError, phase_lease
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.service_host import service_problems
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.node_firewall import FirewallError, firewall_lines
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.pip_args import redact_pip_args, redact_text
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
-    DEFAULT_PREFIX,
-    SGLangConfigError,
-    expected_server_info,
-    probe_base_url,
-    render_server_argv,
-    url_path_problem,
-    validate_server_config,
-)
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_nodes import (
-    node_group_plan,
-    node_group_problems,
-)
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import (
-    UnitValueError,
-    device_allow_problems,
-    unit_value,
-)
+# Helpers are imported inside the filters: Ansible imports every filter file of the collection to find any one
+# filter, in each worker process, so an import up here would be paid by every task that uses any of them.
+
+# sglang_args.DEFAULT_PREFIX, written out so that the signatures need no import (a unit test checks they agree)
+DEFAULT_PREFIX = "sglang_server_"
 
 
 def _check_input(name, cfg, prefix):
@@ -51,12 +29,19 @@ def _check_input(name, cfg, prefix):
 
 def sglang_validate(cfg, prefix=DEFAULT_PREFIX):
     """Return the list of configuration errors (empty when valid)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import validate_server_config
+
     _check_input("sglang_validate", cfg, prefix)
     return validate_server_config(cfg, prefix=prefix)
 
 
 def sglang_render(cfg, prefix=DEFAULT_PREFIX):
     """Return argv/config/env/env_file/p2p/warnings for the unit; fail on an invalid configuration."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
+        SGLangConfigError,
+        render_server_argv,
+    )
+
     _check_input("sglang_render", cfg, prefix)
     try:
         return render_server_argv(cfg, prefix=prefix)
@@ -67,6 +52,8 @@ def sglang_render(cfg, prefix=DEFAULT_PREFIX):
 def sglang_server_info_expected(speculative, args=None):
     """The speculative fields ``/server_info`` must report; the same as ``sglang_render``'s ``expected_server_info``,
     for the restart entry point, which renders nothing."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import expected_server_info
+
     if speculative is not None and not isinstance(speculative, dict):
         raise AnsibleFilterError("sglang_server_info_expected: the input must be sglang_server_speculative (a dict), "
                                  "got %s" % type(speculative).__name__)
@@ -78,6 +65,8 @@ def sglang_server_info_expected(speculative, args=None):
 
 def sglang_unit_value(value, kind, variable="value"):
     """Return ``value`` written safely for one kind of unit-file position; fail naming ``variable``."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import UnitValueError, unit_value
+
     try:
         return unit_value(value, kind, variable)
     except UnitValueError as exc:
@@ -86,6 +75,8 @@ def sglang_unit_value(value, kind, variable="value"):
 
 def sglang_base_url(args, host, port):
     """Return ``http(s)://address:port`` for probing the server configured by ``args``/``host``/``port``."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import probe_base_url
+
     try:
         return probe_base_url(host, port, args)
     except ValueError as exc:
@@ -94,6 +85,8 @@ def sglang_base_url(args, host, port):
 
 def sglang_url_path(path, variable="sglang_server_ready_path"):
     """Return ``path`` when it is a plain absolute URL path; fail naming ``variable`` otherwise."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import url_path_problem
+
     problem = url_path_problem(path)
     if problem:
         raise AnsibleFilterError("%s: %s" % (variable, problem))
@@ -102,6 +95,8 @@ def sglang_url_path(path, variable="sglang_server_ready_path"):
 
 def sglang_device_problems(gpu_host, allowed_classes):
     """Return the NVIDIA device nodes that ``DeviceAllow=char-<class>`` lines would leave closed."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import device_allow_problems
+
     if not isinstance(gpu_host, dict):
         raise AnsibleFilterError("sglang_device_problems: the input must be the gpu_host facts (a dict), got %s"
                                  % type(gpu_host).__name__)
@@ -124,12 +119,17 @@ def _check_group_input(name, group, prefix):
 
 def sglang_node_group_check(nodes, group=None, prefix=DEFAULT_PREFIX):
     """Return the rules the nodes of one multi-node server break (empty when the group is fine)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_nodes import node_group_problems
+
     _check_group_input("sglang_node_group_check", group, prefix)
     return node_group_problems(nodes, group=group, prefix=prefix)
 
 
 def sglang_node_group_plan(nodes, group=None, prefix=DEFAULT_PREFIX):
     """Return inventory name -> {nnodes, node_rank, dist_init_addr, node_ifname}; fail on a bad group."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import SGLangConfigError
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_nodes import node_group_plan
+
     _check_group_input("sglang_node_group_plan", group, prefix)
     try:
         return node_group_plan(nodes, group=group, prefix=prefix)
@@ -140,6 +140,8 @@ def sglang_node_group_plan(nodes, group=None, prefix=DEFAULT_PREFIX):
 def sglang_deploy_plan(state, managed, candidates, staging_dir, good_dir, extra=None, staged_attrs=None,
                        good_attrs=None, install=None, account=None, restart_policy="on_change"):
     """Return what a deployment changes (stage, swap, restart, last good copy, enable) from one deploy_state read."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import PlanError, plan_server
+
     try:
         return plan_server(state, managed, candidates, staging_dir, good_dir, extra=extra, staged_attrs=staged_attrs,
                            good_attrs=good_attrs, install=install, account=account, restart_policy=restart_policy)
@@ -150,6 +152,8 @@ def sglang_deploy_plan(state, managed, candidates, staging_dir, good_dir, extra=
 def sglang_rollout_batches(hosts, serial=1, groups=None):
     """Return the batches a play with ``serial`` makes of ``hosts`` (Ansible's own rules); with ``groups`` (host ->
     multi-node server group) ``serial`` counts servers and a group's nodes stay together in one batch."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import PlanError, rollout_batches
+
     try:
         return rollout_batches(hosts, serial, groups)
     except PlanError as exc:
@@ -158,6 +162,8 @@ def sglang_rollout_batches(hosts, serial=1, groups=None):
 
 def sglang_rollout_lease(phase, settings=None, gateways=0):
     """Return the seconds of lease of the per-host lock for a phase of the operator playbooks."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease import LeaseError, phase_lease
+
     try:
         return phase_lease(phase, settings, gateways)
     except LeaseError as exc:
@@ -166,6 +172,8 @@ def sglang_rollout_lease(phase, settings=None, gateways=0):
 
 def sglang_service_problems(spec, state=None):
     """Return the rules a role's service account, group, unit name and directories break (empty when none)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.service_host import service_problems
+
     if not isinstance(spec, dict):
         raise AnsibleFilterError("sglang_service_problems: the input must be a dict, got %s" % type(spec).__name__)
     if state is not None and not isinstance(state, dict):
@@ -176,6 +184,8 @@ def sglang_service_problems(spec, state=None):
 
 def sglang_pip_redact(value, args=None):
     """A list of pip arguments with their logins masked, or a text with the logins of ``args`` masked."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.pip_args import redact_pip_args, redact_text
+
     if isinstance(value, (list, tuple)):
         try:
             return redact_pip_args(value)
@@ -189,6 +199,8 @@ def sglang_pip_redact(value, args=None):
 
 def sglang_node_firewall(node_firewall, unit_name):
     """The nftables scripts a multi-node server's unit runs: {table, load (None when switched off), remove}."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.node_firewall import FirewallError, firewall_lines
+
     try:
         return firewall_lines(node_firewall, unit_name)
     except FirewallError as exc:

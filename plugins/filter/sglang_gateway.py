@@ -13,12 +13,8 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import (
-    GatewayConfigError,
-    render_gateway,
-    validate_gateway_config,
-    workers_check,
-)
+# Helpers are imported inside the filters: Ansible imports every filter file of the collection to find any one
+# filter, in each worker process, so an import up here would be paid by every task that uses any of them.
 
 
 def _check_input(name, cfg):
@@ -28,12 +24,19 @@ def _check_input(name, cfg):
 
 def sglang_gateway_validate(cfg):
     """Return the list of configuration errors (empty when valid)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import validate_gateway_config
+
     _check_input("sglang_gateway_validate", cfg)
     return validate_gateway_config(cfg)
 
 
 def sglang_gateway_render(cfg):
     """Return argv/env/env_file/workers/probe URLs/warnings for the unit; fail on an invalid configuration."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import (
+        GatewayConfigError,
+        render_gateway,
+    )
+
     _check_input("sglang_gateway_render", cfg)
     try:
         return render_gateway(cfg)
@@ -43,6 +46,8 @@ def sglang_gateway_render(cfg):
 
 def sglang_gateway_workers_check(listed, expected_urls):
     """Compare the ``workers`` of smg's ``GET /workers`` with the configured URLs."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import workers_check
+
     if not isinstance(expected_urls, (list, tuple)):
         raise AnsibleFilterError("sglang_gateway_workers_check: the expected URLs must be a list, got %s"
                                  % type(expected_urls).__name__)

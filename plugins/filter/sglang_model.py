@@ -4,16 +4,16 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters of the sglang_model role: its variables' rules, and the revisions sglang_server's units load.
 
-The logic lives in ``plugin_utils/model_config.py`` and ``module_utils/model_store.py``; this file only adapts it to Jinja. Documentation: one
-``<filter name>.yml`` next to it per filter.
+The logic lives in ``plugin_utils/model_config.py`` and ``module_utils/model_store.py``; this file only adapts it
+to Jinja. Documentation: one ``<filter name>.yml`` next to it per filter.
 """
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import referenced_revisions
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import model_config_problems
+# Helpers are imported inside the filters: Ansible imports every filter file of the collection to find any one
+# filter, in each worker process, so an import up here would be paid by every task that uses any of them.
 
 
 def sglang_model_validate(cfg):
@@ -21,6 +21,8 @@ def sglang_model_validate(cfg):
     if not isinstance(cfg, dict):
         raise AnsibleFilterError("sglang_model_validate: the input must be a dict of role variables, got %s"
                                  % type(cfg).__name__)
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import model_config_problems
+
     return model_config_problems(cfg)
 
 
@@ -31,6 +33,8 @@ def sglang_model_referenced(records, model_dir):
                                  % type(records).__name__)
     if not isinstance(model_dir, str) or not model_dir.startswith("/"):
         raise AnsibleFilterError("sglang_model_referenced: model_dir must be an absolute path, got %r" % (model_dir,))
+    from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import referenced_revisions
+
     return referenced_revisions(records, model_dir)
 
 
