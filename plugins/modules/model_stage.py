@@ -315,7 +315,6 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_hub import (
 from ansible_collections.llmserve.sglang.plugins.module_utils.model_manifest import (
     bad_message,
     check_manifest,
-    load_state,
     manifest_from_dir,
     manifest_from_state,
     present_sizes,
