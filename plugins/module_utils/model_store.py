@@ -16,12 +16,14 @@ Rules (each raises ``ModelStoreError`` naming the variable and the rule):
     the weights that are pickles (loading them runs code) and the sentence that refuses them.
 ``remote_code_files(config, names)`` / ``remote_code_refusal(config, names)``
     the Python files a ``config.json`` with ``auto_map`` makes SGLang run, and the sentence that refuses them.
+``policy_refusal(names, config, config_error, allow_pickle, allow_remote_code)``
+    both refusals in their order, as the hub's answer and a verified record are held to them.
 
 Layout: ``revision_dir``, ``staging_dir`` (beside it, so the final rename stays on one filesystem), ``state_file``
 and ``safe_join``.  Disk: ``bytes_needed``, ``check_free_space``, ``mount_point``.  Retention:
 ``revisions_to_remove``; the revisions sglang_server's units load: ``referenced_revisions`` over its command line
-records (``*.args.json``), which ``read_records`` reads from its directories.  Text: ``human_bytes``,
-``progress_line``, ``listed``.
+records (``*.args.json``), which ``read_records`` reads from its directories (``read_small_file``: a bounded read
+that never waits on a FIFO).  Text: ``human_bytes``, ``progress_line``, ``listed``.
 
 Hashing, manifests and verification live in ``model_manifest``.  Standard library only: this runs on the managed
 hosts (Python 3.8+).
@@ -224,6 +226,20 @@ def remote_code_refusal(config, names):
             "--trust-remote-code: %s; set %s: true once you have read it" % (what, TRUST_REMOTE_CODE_VAR))
 
 
+def policy_refusal(names, config, config_error, allow_pickle, allow_remote_code):
+    """The sentence that refuses a revision of files ``names`` whose ``config.json`` is ``config`` (None when the
+    revision has none, or ``config_error`` says why it could not be read), or None when nothing is refused: pickle
+    weights first, then custom code. A config.json that cannot be read cannot be shown to be free of auto_map."""
+    pickles = pickle_files(names)
+    if pickles and not allow_pickle:
+        return pickle_refusal(pickles)
+    if allow_remote_code:
+        return None
+    if config_error:
+        return config_error
+    return remote_code_refusal(config, names) if isinstance(config, dict) else None
+
+
 # --- layout --------------------------------------------------------------------------------
 
 def _repo_dir(model_dir, org, name):
@@ -339,7 +355,7 @@ def revisions_to_remove(existing, keep, referenced):
     return [name for name in reversed(newest) if name not in kept]
 
 
-# --- text ----------------------------------------------------------------------------------
+# --- sglang_server's command line records ----------------------------------------------------
 
 def _argv(record):
     if isinstance(record, (str, bytes)):
@@ -379,8 +395,9 @@ def referenced_revisions(records, model_dir):
     return sorted(found)
 
 
-def _read_record(path):
-    """The text of one record file; None for a link, a non-regular file, an oversized or unreadable one."""
+def read_small_file(path, limit):
+    """The bytes of a regular file of at most ``limit`` bytes; None for a link, a non-regular file (a FIFO is not
+    waited for), a bigger or an unreadable one."""
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -389,8 +406,11 @@ def _read_record(path):
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             return None
-        data = handle.read(RECORD_MAX + 1)
-    return data.decode("utf-8", "replace") if len(data) <= RECORD_MAX else None
+        try:
+            data = handle.read(limit + 1)
+        except OSError:
+            return None
+    return data if len(data) <= limit else None
 
 
 def read_records(directory, recurse=False):
@@ -403,13 +423,15 @@ def read_records(directory, recurse=False):
         dirs.sort()
         for name in sorted(files):
             if name.endswith(RECORD_SUFFIX):
-                text = _read_record(os.path.join(top, name))
-                if text is not None:
-                    texts.append(text)
+                data = read_small_file(os.path.join(top, name), RECORD_MAX)
+                if data is not None:
+                    texts.append(data.decode("utf-8", "replace"))
         if not recurse:
             break
     return texts
 
+
+# --- text ----------------------------------------------------------------------------------
 
 def listed(items, sep=", ", limit=LISTED_MAX, width=None):
     """The first ``limit`` of ``items`` joined by ``sep``, then how many more there are.

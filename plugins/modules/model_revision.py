@@ -168,9 +168,8 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     check_revision,
     is_commit,
     pickle_files,
-    pickle_refusal,
+    policy_refusal,
     remote_code_files,
-    remote_code_refusal,
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
 
@@ -225,17 +224,14 @@ def resolve(params, child=run_child):
     if not manifest:
         raise ModelStoreError("%s (commit %s) holds no files" % (where, commit))
     names = [entry["path"] for entry in manifest]
-    pickles = pickle_files(names)
-    if pickles and not params["allow_pickle"]:
-        raise ModelStoreError("%s: %s" % (where, pickle_refusal(pickles)))
     config = answer.get("config")
-    if answer.get("config_error") and not params["allow_remote_code"]:
-        # An unreadable config.json cannot be shown to be free of auto_map.
-        raise ModelStoreError("%s: %s" % (where, printable(answer["config_error"], 300, escape=True)))
-    code_files = remote_code_files(config, names) if isinstance(config, dict) else []
-    refusal = remote_code_refusal(config, names) if isinstance(config, dict) else None
-    if refusal and not params["allow_remote_code"]:
+    config_error = answer.get("config_error")
+    refusal = policy_refusal(names, config, printable(config_error, 300, escape=True) if config_error else None,
+                             params["allow_pickle"], params["allow_remote_code"])
+    if refusal:
         raise ModelStoreError("%s: %s" % (where, refusal))
+    pickles = pickle_files(names)
+    code_files = remote_code_files(config, names) if isinstance(config, dict) else []
     return dict(changed=False, commit=commit, floating=kind == "floating", manifest=manifest,
                 total_bytes=sum(entry["size"] for entry in manifest), files=len(manifest), pickle_files=pickles,
                 remote_code_files=code_files, huggingface_hub=str(answer.get("version") or ""))

@@ -329,11 +329,10 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     check_repo,
     human_bytes,
     listed,
-    pickle_files,
-    pickle_refusal,
+    policy_refusal,
     read_records,
+    read_small_file,
     referenced_revisions,
-    remote_code_refusal,
     revision_dir,
     revisions_to_remove,
     safe_join,
@@ -474,27 +473,20 @@ class Stager(object):
         """model_revision's refusals, made again on a manifest that comes from the record: the inventory may have
         changed its mind since the revision was staged."""
         names = [entry["path"] for entry in manifest]
-        where = "%s@%s in the model store" % (self.repo, self.commit)
-        pickles = pickle_files(names)
-        if pickles and not self.params["allow_pickle"]:
-            raise StageError("%s: %s" % (where, pickle_refusal(pickles)))
-        if self.params["allow_remote_code"] or "config.json" not in names:
-            return
-        try:
-            fd = os.open(os.path.join(self.rev, "config.json"), os.O_RDONLY | os.O_NONBLOCK
-                         | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read(CONFIG_MAX + 1)
-            config = json.loads(data.decode("utf-8")) if len(data) <= CONFIG_MAX else None
-        except (OSError, ValueError, RecursionError):
-            config = None
-        if not isinstance(config, dict):
-            # as on the hub: a config.json that cannot be read cannot be shown to be free of auto_map
-            raise StageError("%s: config.json is not a readable JSON object, so it cannot be shown to ask for no "
-                             "custom code" % where)
-        refusal = remote_code_refusal(config, names)
+        config, config_error = None, None
+        if "config.json" in names and not self.params["allow_remote_code"]:
+            data = read_small_file(os.path.join(self.rev, "config.json"), CONFIG_MAX)
+            try:
+                config = json.loads(data.decode("utf-8")) if data is not None else None
+            except (ValueError, RecursionError):
+                config = None
+            if not isinstance(config, dict):
+                config_error = ("config.json is not a readable JSON object, so it cannot be shown to ask for no "
+                                "custom code")
+        refusal = policy_refusal(names, config, config_error, self.params["allow_pickle"],
+                                 self.params["allow_remote_code"])
         if refusal:
-            raise StageError("%s: %s" % (where, refusal))
+            raise StageError("%s@%s in the model store: %s" % (self.repo, self.commit, refusal))
 
     def _referenced_names(self, paths):
         """The revision names under this repository's directory that ``paths`` point into."""
@@ -545,17 +537,16 @@ class Stager(object):
 
     # --- the revision in place ---------------------------------------------------------------
 
-    def record_manifest(self):
-        """The manifest from a record of the hub's hashes, policy checked; None when there is no such record."""
-        state, origin = read_state(self.state_path)
+    def record_manifest(self, state, origin):
+        """The manifest from a record (``read_state``) of the hub's hashes, policy checked; None when it is not one."""
         if origin != "hub" or not state:
             return None
         manifest = manifest_from_state(state)
         self._refuse_by_policy(manifest)
         return manifest
 
-    def check_published(self):
-        state, stored_origin = read_state(self.state_path)
+    def check_published(self, state, stored_origin):
+        """Verify the revision in place against the manifest, or its record ``state`` (from ``read_state``)."""
         origin = stored_origin
         if self.manifest:
             # the manifest came from the caller: for a hub source, the hub's own
@@ -703,15 +694,16 @@ class Stager(object):
     def run(self):
         self.prepare()
         if os.path.isdir(self.rev) and not os.path.islink(self.rev):
+            state, origin = read_state(self.state_path)
             if self.params["source"] == "hub" and not self.manifest:
                 # only with fetch=false (prepare refuses it otherwise): the record stands in for the hub
-                self.manifest = self.record_manifest()
+                self.manifest = self.record_manifest(state, origin)
                 if self.manifest is None:
                     self.result.update(needs_manifest=True, msg="%s@%s is in place at %s, but no record of the hub's "
                                        "hashes is; the hub's manifest is needed to verify it"
                                        % (self.repo, self.commit, _show(self.rev)))
                     return self.result
-            msg = self.check_published()
+            msg = self.check_published(state, origin)
         elif os.path.lexists(self.rev):
             raise StageError("%s is not a directory; move it away" % _show(self.rev))
         elif not self.params["fetch"]:

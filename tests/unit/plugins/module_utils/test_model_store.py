@@ -461,3 +461,13 @@ def test_records_are_read_from_the_live_directory_and_below_the_kept_one(tmp_pat
     assert ms.read_records(str(live), recurse=True) == ['{"argv": ["a"]}', '{"argv": ["b"]}']
     assert ms.read_records(str(tmp_path / "missing"), recurse=True) == []
     assert ms.read_records("") == []
+
+
+def test_policy_refusal_refuses_pickles_first_then_an_unreadable_config_then_custom_code():
+    names = ["config.json", "pytorch_model.bin", "modeling_x.py"]
+    custom = {"auto_map": {"AutoModel": "modeling_x.X"}}
+    assert "pytorch_model.bin" in ms.policy_refusal(names, custom, None, False, False)
+    assert "modeling_x.py" in ms.policy_refusal(names, custom, None, True, False)
+    assert ms.policy_refusal(names, None, "config.json: unreadable", True, False) == "config.json: unreadable"
+    assert ms.policy_refusal(names, custom, "config.json: unreadable", True, True) is None
+    assert ms.policy_refusal(["config.json", "model.safetensors"], {"architectures": ["X"]}, None, False, False) is None
