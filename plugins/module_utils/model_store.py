@@ -403,13 +403,22 @@ def read_small_file(path, limit):
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+    try:
+        # checked on the descriptor, before a buffered reader is made of it (os.fdopen refuses a directory)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        try:
-            data = handle.read(limit + 1)
-        except OSError:
-            return None
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return data if len(data) <= limit else None
 
 

@@ -471,3 +471,15 @@ def test_policy_refusal_refuses_pickles_first_then_an_unreadable_config_then_cus
     assert ms.policy_refusal(names, None, "config.json: unreadable", True, False) == "config.json: unreadable"
     assert ms.policy_refusal(names, custom, "config.json: unreadable", True, True) is None
     assert ms.policy_refusal(["config.json", "model.safetensors"], {"architectures": ["X"]}, None, False, False) is None
+
+
+def test_a_small_file_is_read_whole_and_nothing_else_is_read(tmp_path):
+    (tmp_path / "ok").write_bytes(b"x" * 1000)
+    (tmp_path / "big").write_bytes(b"x" * 1001)
+    (tmp_path / "dir").mkdir()
+    os.symlink(str(tmp_path / "ok"), str(tmp_path / "link"))
+    os.mkfifo(str(tmp_path / "fifo"))
+    assert ms.read_small_file(str(tmp_path / "ok"), 1000) == b"x" * 1000
+    for name in ("big", "dir", "link", "fifo", "missing"):
+        assert ms.read_small_file(str(tmp_path / name), 1000) is None, name
+    assert ms.read_small_file("/dev/zero", 10) is None

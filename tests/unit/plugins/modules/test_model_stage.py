@@ -187,6 +187,10 @@ def test_the_record_is_held_to_the_inventorys_current_refusals(monkeypatch, tmp_
     os.mkfifo(os.path.join(rev(store), "config.json"))
     out = stage(monkeypatch, pickled, store, manifest=[], fetch=False, allow_pickle=True)
     assert isinstance(out, FailJson) and "config.json is not a readable JSON object" in out.result["msg"]
+    os.unlink(os.path.join(rev(store), "config.json"))
+    os.mkdir(os.path.join(rev(store), "config.json"))
+    out = stage(monkeypatch, pickled, store, manifest=[], fetch=False, allow_pickle=True)
+    assert isinstance(out, FailJson) and "config.json is not a readable JSON object" in out.result["msg"]
 
 
 def test_the_records_of_sglang_server_keep_revisions_and_tell_which_one_serves(monkeypatch, hub, store, tmp_path):
