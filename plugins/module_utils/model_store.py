@@ -23,7 +23,8 @@ Layout: ``revision_dir``, ``staging_dir`` (beside it, so the final rename stays 
 and ``safe_join``.  Disk: ``bytes_needed``, ``check_free_space``, ``mount_point``.  Retention:
 ``revisions_to_remove``; the revisions sglang_server's units load: ``referenced_revisions`` over its command line
 records (``*.args.json``), which ``read_records`` reads from its directories (``read_small_file``: a bounded read
-that never waits on a FIFO).  Text: ``human_bytes``, ``progress_line``, ``listed``.
+that never waits on a FIFO).  Concurrency: ``lock_repo``, one writer per repository directory.  Text:
+``human_bytes``, ``progress_line``, ``listed``.
 
 Hashing, manifests and verification live in ``model_manifest``.  Standard library only: this runs on the managed
 hosts (Python 3.8+).
@@ -31,11 +32,14 @@ hosts (Python 3.8+).
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import math
 import os
 import re
 import stat
+import time
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
 
@@ -393,6 +397,34 @@ def referenced_revisions(records, model_dir):
             if len(parts) >= 2 and parts[0] and parts[1]:
                 found.add(root + parts[0] + "/" + parts[1])
     return sorted(found)
+
+
+LOCK_NAME = ".lock"
+
+
+def lock_repo(repo_dir, wait, poll=0.5, clock=time.monotonic, sleep=time.sleep):
+    """An exclusive ``flock`` on ``<repo_dir>/.lock``, waited for up to ``wait`` seconds: the open descriptor (close
+    it to release), or None when another process held it all that time.
+
+    Two runs that share a store (two playbook runs at once on one host, or hosts whose store is on one shared
+    filesystem) must not stage into one staging directory or remove a revision the other is publishing. The lock
+    file is never removed (removing it would let a third run lock a new file while the second holds the old one);
+    links are not followed."""
+    path = os.path.join(repo_dir, LOCK_NAME)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+    deadline = clock() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                os.close(fd)
+                raise
+        if clock() >= deadline:
+            os.close(fd)
+            return None
+        sleep(poll)
 
 
 def read_small_file(path, limit):

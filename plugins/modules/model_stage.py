@@ -34,6 +34,11 @@ description:
     directory is renamed into place (one atomic rename on the same filesystem).
   - Afterwards older revisions are removed so that O(keep) remain, never this one, one listed in O(referenced), nor
     one that a command line record of sglang_server in O(unit_records) or O(good_records) loads.
+  - Two runs may share a store (two playbook runs at once on one host, or hosts whose O(dir) is on one shared
+    filesystem). A run that fetches first takes an exclusive lock on C(<dir>/<org>--<name>/.lock) and waits for it up
+    to O(timeout) seconds; once it holds it, a revision that the other run published meanwhile is verified in place,
+    not fetched again. With O(fetch=false) the lock is not waited for: when another run holds it, the revision is
+    still verified but old revisions are left for that run to remove.
   - Runs through an action plugin of the same name. Unless the task is in check mode, has C(async) of its own, or
     the revision is already in place, the plugin starts the module as an async job itself and prints a progress line
     every O(progress_interval) seconds (bytes done and total, rate, ETA), so a long download shows in the play output
@@ -329,6 +334,8 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     check_repo,
     human_bytes,
     listed,
+    LOCK_NAME,
+    lock_repo,
     policy_refusal,
     read_records,
     read_small_file,
@@ -541,9 +548,7 @@ class Stager(object):
         """The manifest from a record (``read_state``) of the hub's hashes, policy checked; None when it is not one."""
         if origin != "hub" or not state:
             return None
-        manifest = manifest_from_state(state)
-        self._refuse_by_policy(manifest)
-        return manifest
+        return manifest_from_state(state)
 
     def check_published(self, state, stored_origin):
         """Verify the revision in place against the manifest, or its record ``state`` (from ``read_state``)."""
@@ -611,19 +616,24 @@ class Stager(object):
         self.result["files_hashed"] += _hashed(result, {}, "full")
         return result
 
-    def stage_revision(self):
+    def _plan_fetch(self):
+        """The manifest, the files still missing from the staging directory, their bytes, and the free space
+        checked for them (refused before anything is written)."""
         p = self.params
+        if not self.manifest:
+            self.manifest = manifest_from_dir(p["source_path"])
         manifest = self.manifest
-        if not manifest:
-            manifest = manifest_from_dir(p["source_path"])
-            self.manifest = manifest
         self._totals(manifest)
-        total = sum(entry["size"] for entry in manifest)
-        self._remove_partials()
         present = present_sizes(self.stage, manifest) if os.path.isdir(self.stage) else {}
         missing = [entry for entry in manifest if present.get(entry["path"]) != entry["size"]]
         needed = sum(entry["size"] for entry in missing)
-        disk = check_free_space(self.stage, needed, margin_min=p["disk_margin"])
+        return manifest, missing, needed, check_free_space(self.stage, needed, margin_min=p["disk_margin"])
+
+    def stage_revision(self):
+        p = self.params
+        self._remove_partials()
+        manifest, missing, needed, disk = self._plan_fetch()
+        total = sum(entry["size"] for entry in manifest)
         self.result.update(disk=disk, staged=True, changed=True, verified="full")
         if self.check:
             return "would fetch %s of %s (%d of %d files) for %s@%s into %s" % (
@@ -691,8 +701,38 @@ class Stager(object):
         if removed:
             self.result["changed"] = True
 
+    def _lock(self):
+        """The repository directory's lock (``lock_repo``): waited for when fetching, up to the timeout; tried once
+        otherwise (None when busy). Check mode takes none and writes none."""
+        if self.check:
+            return None
+        if self.params["fetch"]:
+            if not os.path.isdir(self.rev):
+                # a full disk is refused before the lock's directory and file are written
+                self._plan_fetch()
+            self._make_dir(self.repo_dir, DIR_MODE)
+            fd = lock_repo(self.repo_dir, self.params["timeout"])
+            if fd is None:
+                raise StageError("another run held the lock of %s (%s) for all of %d s (the timeout): it is staging "
+                                 "or removing a revision of %s in this store. Nothing was changed; run again when "
+                                 "it has ended" % (_show(self.repo_dir), LOCK_NAME, self.params["timeout"],
+                                                   self.repo))
+            return fd
+        if not os.path.isdir(self.repo_dir):
+            return None
+        return lock_repo(self.repo_dir, 0)
+
     def run(self):
         self.prepare()
+        lock = self._lock()
+        try:
+            return self._run(lock is not None or self.check)
+        finally:
+            if lock is not None:
+                os.close(lock)
+
+    def _run(self, may_remove):
+        # under the lock: a revision another run published while this one waited is verified, not fetched again
         if os.path.isdir(self.rev) and not os.path.islink(self.rev):
             state, origin = read_state(self.state_path)
             if self.params["source"] == "hub" and not self.manifest:
@@ -703,7 +743,12 @@ class Stager(object):
                                        "hashes is; the hub's manifest is needed to verify it"
                                        % (self.repo, self.commit, _show(self.rev)))
                     return self.result
-            msg = self.check_published(state, origin)
+                msg = self.check_published(state, origin)
+                # the inventory may have withdrawn an allowance since: held to it once the files are known to be
+                # the recorded ones (a file missing from the revision is named as such above, not as a refusal)
+                self._refuse_by_policy(self.manifest)
+            else:
+                msg = self.check_published(state, origin)
         elif os.path.lexists(self.rev):
             raise StageError("%s is not a directory; move it away" % _show(self.rev))
         elif not self.params["fetch"]:
@@ -712,7 +757,11 @@ class Stager(object):
             return self.result
         else:
             msg = self.stage_revision()
-        self.retain()
+        if may_remove:
+            self.retain()
+        else:
+            msg += ("; old revisions were not looked at: another run holds the lock of %s and removes them when it "
+                    "is done" % _show(self.repo_dir))
         if self.result["removed"]:
             msg += "; removed %s" % ", ".join(self.result["removed"])
         self.result["msg"] = msg

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import stat
 
 import pytest
 
@@ -22,8 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.d
 
 def test_imports_only_the_standard_library():
     # modules import it on the managed hosts; parsed as Python 3.8
-    assert top_level_imports(ms.__file__, (3, 8)) <= {"__future__", "json", "math", "os", "re", "stat",
-                                                      "ansible_collections"}
+    assert top_level_imports(ms.__file__, (3, 8)) <= {"__future__", "errno", "fcntl", "json", "math", "os", "re",
+                                                      "stat", "time", "ansible_collections"}
 
 
 # --- repository -------------------------------------------------------------------------------
@@ -483,3 +484,29 @@ def test_a_small_file_is_read_whole_and_nothing_else_is_read(tmp_path):
     for name in ("big", "dir", "link", "fifo", "missing"):
         assert ms.read_small_file(str(tmp_path / name), 1000) is None, name
     assert ms.read_small_file("/dev/zero", 10) is None
+
+
+# --- the repository directory's lock ---------------------------------------------------------------
+
+def test_lock_repo_is_exclusive_and_waits_only_as_long_as_asked(tmp_path):
+    first = ms.lock_repo(str(tmp_path), 0)
+    assert first is not None
+    slept = []
+    clock = iter([0.0, 0.0, 0.6, 1.2, 1.8, 2.4]).__next__
+    # a second open file description of the same file: flock makes it wait as another process would
+    assert ms.lock_repo(str(tmp_path), 2, poll=0.6, clock=clock, sleep=slept.append) is None
+    assert slept == [0.6, 0.6, 0.6, 0.6]
+    os.close(first)
+    second = ms.lock_repo(str(tmp_path), 0)
+    assert second is not None
+    os.close(second)
+    assert stat.S_IMODE(os.stat(tmp_path / ms.LOCK_NAME).st_mode) == 0o600
+
+
+def test_lock_repo_does_not_follow_a_link(tmp_path):
+    target = tmp_path / "elsewhere"
+    target.write_text("x")
+    os.symlink(str(target), str(tmp_path / ms.LOCK_NAME))
+    with pytest.raises(OSError):
+        ms.lock_repo(str(tmp_path), 0)
+    assert target.read_text() == "x"

@@ -12,6 +12,8 @@ import hashlib
 import json
 import os
 import stat
+import threading
+import time
 
 import pytest
 
@@ -84,7 +86,7 @@ def test_first_stage_fetches_verifies_and_publishes(monkeypatch, hub, store):
     for entry in hub.manifest():
         info = os.lstat(os.path.join(rev(store), entry["path"]))
         assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (0, gid, 0o640), entry["path"]
-    assert sorted(os.listdir(os.path.join(store, "llmserve--tiny"))) == sorted([C1, ".verified-%s.json" % C1])
+    assert sorted(os.listdir(os.path.join(store, "llmserve--tiny"))) == sorted([C1, ".verified-%s.json" % C1, ".lock"])
     assert ".cache" not in os.listdir(rev(store))
     (request,) = downloads(hub)
     assert request["revision"] == C1
@@ -181,16 +183,15 @@ def test_the_record_is_held_to_the_inventorys_current_refusals(monkeypatch, tmp_
     assert "sglang_server_args.trust_remote_code" in out.result["msg"]
     out = stage(monkeypatch, pickled, store, manifest=[], fetch=False, allow_pickle=True, allow_remote_code=True)
     assert isinstance(out, ExitJson) and out.result["changed"] is False
-    # a config.json that cannot be read cannot be shown to be free of auto_map
+    # a config.json that is not the recorded file is named as such (verified before the refusals are made again)
     os.chmod(os.path.join(rev(store), "config.json"), 0o640)
     os.unlink(os.path.join(rev(store), "config.json"))
     os.mkfifo(os.path.join(rev(store), "config.json"))
     out = stage(monkeypatch, pickled, store, manifest=[], fetch=False, allow_pickle=True)
-    assert isinstance(out, FailJson) and "config.json is not a readable JSON object" in out.result["msg"]
+    assert isinstance(out, FailJson) and "config.json: not a regular file" in out.result["msg"]
     os.unlink(os.path.join(rev(store), "config.json"))
-    os.mkdir(os.path.join(rev(store), "config.json"))
     out = stage(monkeypatch, pickled, store, manifest=[], fetch=False, allow_pickle=True)
-    assert isinstance(out, FailJson) and "config.json is not a readable JSON object" in out.result["msg"]
+    assert isinstance(out, FailJson) and "config.json: missing" in out.result["msg"], out.result["msg"]
 
 
 def test_the_records_of_sglang_server_keep_revisions_and_tell_which_one_serves(monkeypatch, hub, store, tmp_path):
@@ -308,7 +309,7 @@ def test_retention_keeps_referenced_and_newest(monkeypatch, hub, store):
     out = stage(monkeypatch, hub, store, commit=C3, keep=1, referenced=[rev(store, C1)])
     assert out.result["removed"] == [rev(store, C2)] and out.result["changed"] is True
     assert sorted(os.listdir(os.path.join(store, "llmserve--tiny"))) == sorted([
-        C1, C3, ".verified-%s.json" % C1, ".verified-%s.json" % C3])
+        C1, C3, ".verified-%s.json" % C1, ".verified-%s.json" % C3, ".lock"])
 
 
 def test_check_mode_writes_nothing(monkeypatch, hub, store):
@@ -397,3 +398,71 @@ def test_progress_counts_bytes_incomplete_files_included(monkeypatch, tmp_path):
     assert out.result == dict(changed=False, bytes=103, files=2, exists=True)
     out = run_module(monkeypatch, model_stage_progress, {"path": str(tmp_path / "none")})
     assert out.result == dict(changed=False, bytes=0, files=0, exists=False)
+
+
+# --- two runs on one store ------------------------------------------------------------------------
+
+def test_a_fetch_waits_for_the_stores_lock_and_gives_up_naming_it(monkeypatch, hub, store):
+    repo_dir = os.path.join(store, "llmserve--tiny")
+    os.makedirs(repo_dir)
+    held = model_store.lock_repo(repo_dir, 0)
+    try:
+        out = stage(monkeypatch, hub, store, timeout=1)
+    finally:
+        os.close(held)
+    assert isinstance(out, FailJson)
+    assert "another run held the lock of" in out.result["msg"] and ".lock" in out.result["msg"]
+    assert "for all of 1 s" in out.result["msg"]
+    assert downloads(hub) == [] and sorted(os.listdir(repo_dir)) == [".lock"]
+
+
+def test_the_check_in_the_store_does_not_wait_for_the_lock_and_leaves_retention_to_its_holder(
+        monkeypatch, hub, store):
+    for i, commit in enumerate((C1, C2)):
+        assert isinstance(stage(monkeypatch, hub, store, commit=commit), ExitJson)
+        os.utime(rev(store, commit), (1000 + i, 1000 + i))
+    held = model_store.lock_repo(os.path.join(store, "llmserve--tiny"), 0)
+    try:
+        out = stage(monkeypatch, hub, store, commit=C2, manifest=[], fetch=False, keep=1)
+    finally:
+        os.close(held)
+    assert isinstance(out, ExitJson) and out.result["removed"] == [] and out.result["changed"] is False
+    assert "old revisions were not looked at" in out.result["msg"]
+    assert os.path.isdir(rev(store, C1))
+    # once the lock is free, the same check removes what keep leaves over
+    out = stage(monkeypatch, hub, store, commit=C2, manifest=[], fetch=False, keep=1)
+    assert out.result["removed"] == [rev(store, C1)]
+
+
+def test_two_runs_staging_one_revision_at_once_download_it_once(monkeypatch, tmp_path, store):
+    # the first run holds its download after the first file until "go" exists; the second starts meanwhile
+    slow = FakeHub(tmp_path, commit=C1, hold=str(tmp_path / "go"), files={
+        "a.json": "{}", "config.json": json.dumps({"architectures": ["X"]}),
+        WEIGHTS: {"size": 200000, "lfs": True}})
+    staging = os.path.join(store, "llmserve--tiny", ".staging-" + C1)
+    pid = os.fork()
+    if pid == 0:  # the first run
+        code = 1
+        try:
+            code = 0 if isinstance(stage(monkeypatch, slow, store), ExitJson) else 3
+        finally:
+            os._exit(code)
+    deadline = time.time() + 60
+    while not os.path.exists(os.path.join(staging, "a.json")) and time.time() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(os.path.join(staging, "a.json")), "the first run did not start"
+    release = threading.Timer(1.0, lambda: (tmp_path / "go").write_text("go"))
+    release.start()
+    try:
+        second = stage(monkeypatch, slow, store)
+    finally:
+        release.cancel()
+        _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert isinstance(second, ExitJson), second.result
+    # the second run found the revision published by the first and verified it in place
+    assert second.result["staged"] is False and second.result["downloaded_bytes"] == 0
+    assert len(downloads(slow)) == 1
+    for entry in slow.manifest():
+        with open(os.path.join(rev(store), entry["path"]), "rb") as handle:
+            assert handle.read() == slow.content(entry["path"])
