@@ -197,6 +197,20 @@ def sglang_pip_redact(value, args=None):
     return redact_text(value, args)
 
 
+def sglang_cache_layout(root, unit, version, argv, gpu_host=None, machine=None):
+    """The unit's compile cache directory, its architecture tag, the host's tags and the cache environment."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils import sglang_cache
+
+    try:
+        arch = sglang_cache.arch_tag(argv, gpu_host, machine)
+        directory = sglang_cache.cache_dir(root, unit, version, arch)
+        host = sglang_cache.host_tags(gpu_host, machine)
+    except sglang_cache.CacheLayoutError as exc:
+        raise AnsibleFilterError("sglang_cache_layout: %s" % to_native(exc))
+    return {"dir": directory, "unit_dir": directory.rsplit("/", 2)[0], "version": str(version), "arch": arch,
+            "host_arches": host, "env": sglang_cache.cache_env(directory)}
+
+
 def sglang_node_firewall(node_firewall, unit_name):
     """The nftables scripts a multi-node server's unit runs: {table, load (None when switched off), remove}."""
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.node_firewall import FirewallError, firewall_lines
@@ -227,4 +241,5 @@ class FilterModule(object):
             "sglang_service_problems": sglang_service_problems,
             "sglang_pip_redact": sglang_pip_redact,
             "sglang_node_firewall": sglang_node_firewall,
+            "sglang_cache_layout": sglang_cache_layout,
         }

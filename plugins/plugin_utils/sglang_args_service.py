@@ -26,6 +26,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common
     option_for,
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_parallel import IFNAME_ENV
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_cache import CACHE_ENV_NAMES
 
 # What sglang_server_p2p: off adds.
 P2P_OFF_SWITCHES = ("disable_custom_all_reduce", "enforce_disable_flashinfer_allreduce_fusion")
@@ -106,6 +107,12 @@ class _ServiceRules(object):
                          "remove it (the role sets %s itself)" % name if name != "PYTHONPATH" else
                          "remove it; install extra modules into the server's virtualenv (or a .pth file there) "
                          "instead")
+                continue
+            if protect and name in CACHE_ENV_NAMES:
+                self.err(variable, "is refused: the unit points every compile and JIT cache at its own directory "
+                                   "per SGLang version and architecture, and a value here would share kernels "
+                                   "between versions",
+                         "remove it; set %s to move the caches" % self.var("cache_root"))
                 continue
             if name in IFNAME_ENV and self.top.get("node_ifname"):
                 self.err(variable, "conflicts with %s, which sets %s" % (self.var("node_ifname"), " and ".join(IFNAME_ENV)),

@@ -44,9 +44,14 @@ def test_file_modes(host):
     assert (state.user, state.group, state.mode) == ("root", "root", 0o700)
     home = host.file("/var/lib/sglang")
     assert (home.user, home.group, home.mode) == ("root", "sglang", 0o750)
-    for cache in ("hf", "cache", ".cache", ".triton"):
-        f = host.file("/var/lib/sglang/" + cache)
-        assert f.is_directory and not f.is_symlink and f.user == "sglang"
+    f = host.file("/var/lib/sglang/hf")
+    assert f.is_directory and not f.is_symlink and f.user == "sglang"
+    # the compile caches: one directory per SGLang version and architecture, the service's alone
+    caches = host.run("find /var/cache/llmserve-sglang/sglang -mindepth 2 -maxdepth 2 -type d").stdout.split()
+    assert len(caches) == 1, caches
+    f = host.file(caches[0])
+    assert (f.user, f.mode) == ("sglang", 0o700) and not f.is_symlink
+    assert host.file("/var/cache/llmserve-sglang").user == "root"
     assert not host.file("/var/lib/sglang/deploy").exists
 
 

@@ -91,6 +91,12 @@ CASES = {
     # the name people say for Qwen3.5's speculation is not SGLang's: the validation names the variable and NEXTN,
     # the argument spec (type only) does not stop it first with a dump of every option
     "algorithm_mtp": {"sglang_server_speculative": {"algorithm": "MTP"}},
+    # compile caches: another SGLang version, another architecture (the CPU engine vs an xpu device)
+    "cache_other_version": {"sglang_server_version": "0.5.22", "sglang_server_args": {"device": "cpu"}},
+    "cache_cpu": {"sglang_server_args": {"device": "cpu"}},
+    "cache_xpu": {"sglang_server_args": {"device": "xpu"}},
+    # a cache variable of the user's would share kernels between versions
+    "cache_env_override": {"sglang_server_env": {"TRITON_CACHE_DIR": "/srv/triton"}},
 }
 FAILING = {
     "nul_in_env": "sglang_server_env.FOO: contains a control character (NUL at offset 1)",
@@ -107,6 +113,7 @@ FAILING = {
     "negative_ready_timeout": "sglang_server_ready_timeout: must be an integer from 1 to 86400, got -5",
     "huge_journal_lines": "sglang_server_journal_lines: must be an integer from 0 to 10000, got 10000000",
     "algorithm_mtp": "sglang_server_speculative.algorithm",
+    "cache_env_override": "sglang_server_env.TRITON_CACHE_DIR: is refused: the unit points every compile and JIT cache",
 }
 TEMPLATES = ("sglang.service", "sglang.env", "config.yaml")
 URLS = "{{ {'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url | default('(undefined)')} | to_json }}"
@@ -142,7 +149,9 @@ def rendered(tmp_path_factory):
         json.dump([_play(name, overrides, out) for name, overrides in CASES.items()], handle)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
                ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1", ANSIBLE_HOME=os.path.join(out, "home"),
-               ANSIBLE_ROLES_PATH=os.path.join(out, "roles"))
+               ANSIBLE_ROLES_PATH=os.path.join(out, "roles"),
+               # no facts cached by other runs of localhost: the cache directory's architecture depends on them
+               ANSIBLE_CACHE_PLUGIN="memory")
     result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
                              "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable, playbook],
                             capture_output=True, text=True, env=env, check=False, timeout=600)
@@ -186,7 +195,8 @@ def test_environment_values_are_not_doubled(rendered, name):
     env = {}
     for value in sd.values(case["sglang.service"], "Environment"):
         env.update(sd.environment(value))
-    assert env == data["env"]
+    # the unit's environment is the rendered one plus the compile cache variables (test below)
+    assert {k: v for k, v in env.items() if k not in CACHE_NAMES + ("CUDA_CACHE_MAXSIZE",)} == data["env"]
     assert env["DB_PASSWORD"] == "pa$word" and env["PCT"] == "100%" and env["QUOTE"] == "a\"b'c\\d"
     assert env["PYTHONPATH"] == "/etc/sglang/pylib"
 
@@ -300,3 +310,41 @@ def test_a_wrong_speculative_algorithm_is_named_with_its_fix(rendered):
     # the validation's message, not the argument spec's: no dump of the role's options
     assert "argument_spec" not in error and "Validation of arguments failed" not in error, error
     assert "sglang_server_rollout" not in error and len(error) < 600, error
+
+
+CACHE_NAMES = ("SGLANG_CACHE_DIR", "SGLANG_JIT_CACHE_DIR", "SGLANG_DG_CACHE_DIR", "SGLANG_CUTE_AOT_CACHE_DIR",
+               "TRITON_CACHE_DIR", "TRITON_HOME", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "TILELANG_CACHE_DIR",
+               "FLASHINFER_WORKSPACE_BASE", "CUTE_DSL_CACHE_DIR", "TVM_FFI_CACHE_DIR", "TORCH_EXTENSIONS_DIR",
+               "PYTORCH_KERNEL_CACHE_PATH", "XDG_CACHE_HOME")
+
+
+def _cache_env(rendered, name):
+    case, _data = _ok(rendered, name)
+    env = {}
+    for value in sd.values(case["sglang.service"], "Environment"):
+        env.update(sd.environment(value))
+    writable = [w for value in sd.values(case["sglang.service"], "ReadWritePaths") for w in sd.words(value)]
+    return env, writable
+
+
+def test_unit_points_every_cache_at_its_version_and_arch_directory(rendered):
+    env, writable = _cache_env(rendered, "cache_cpu")
+    root = "/var/cache/llmserve-sglang/sglang/0.5.23/cpu-unknown"
+    for name in CACHE_NAMES:
+        assert env[name].startswith(root + "/"), (name, env[name])
+    assert env["CUDA_CACHE_MAXSIZE"] == "4294967296"
+    # HF_HOME stays in the home: weights are no versioned kernels
+    assert env["HF_HOME"] == "/var/lib/sglang/hf"
+    # writable: the Hugging Face home and this one cache directory, nothing of the old shared caches
+    assert sorted(writable) == sorted(["/var/lib/sglang/hf", root])
+
+
+@pytest.mark.parametrize("other", ["cache_other_version", "cache_xpu"])
+def test_other_version_or_arch_gets_disjoint_cache_paths(rendered, other):
+    mine, _w = _cache_env(rendered, "cache_cpu")
+    theirs, _w = _cache_env(rendered, other)
+    for name in CACHE_NAMES:
+        assert not (mine[name] + "/").startswith(theirs[name] + "/")
+        assert not (theirs[name] + "/").startswith(mine[name] + "/")
+    expected = {"cache_other_version": "/0.5.22/cpu-unknown/", "cache_xpu": "/0.5.23/xpu-unknown/"}[other]
+    assert expected in theirs["SGLANG_CACHE_DIR"]
