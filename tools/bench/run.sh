@@ -18,6 +18,9 @@
 # over both, alternating, BENCH_SITE_SAMPLES (default 5) times each; every run must change nothing. Targets: both hosts
 # <= 1.3 x one host and one host <= 22 s (medians), PASS/FAIL each. Results: reports/bench_site.json, logs under
 # reports/bench_site/.
+# Then the compile caches (BENCH_NO_CACHE=1 skips them): tools/bench/bench_cache.py, two starts of the real CPU engine
+# with the unit's environment; targets: no file written outside the declared directories, none added to the caches by
+# the second start. Results: reports/bench_cache.json.
 # Then the model store (BENCH_NO_MODEL=1 skips it, about 6 minutes): tools/bench/bench_model.py serves a 1 GiB model
 # from olah on 127.0.0.1 and compares the sglang_model role's download with curl's of the same file, side by side,
 # then measures runs that change nothing (no weight byte read, checked with fincore). Targets: role rate >= 0.8 x
@@ -77,6 +80,18 @@ fi
 status=0
 if [ "${BENCH_NO_WAIT:-0}" != 1 ]; then
   "$python" "$here/bench_wait.py" "${args[@]}" "$@" || status=$?
+fi
+
+# Compile and JIT caches (BENCH_NO_CACHE=1 skips it, about 3 minutes): tools/bench/bench_cache.py starts the real SGLang
+# CPU engine twice with the unit's environment (the role's base environment and its versioned cache directory) and
+# lists what each start wrote outside the declared directories and what the second added to the caches (targets:
+# none). Results: reports/bench_cache.json, logs under reports/bench_cache/.
+if [ "${BENCH_NO_CACHE:-0}" != 1 ]; then
+  echo "== compile/JIT caches: two starts of the real CPU engine"
+  : "${LLMSERVE_SGLANG_VENV:=$LLMSERVE_CACHE/venv-sglang-cpu}" "${LLMSERVE_SGLANG_MODEL:=$LLMSERVE_CACHE/models/tiny-llama}"
+  rm -rf "$root/reports/bench_cache"
+  "$python" "$here/bench_cache.py" --venv "$LLMSERVE_SGLANG_VENV" --model "$LLMSERVE_SGLANG_MODEL" \
+    --json "$root/reports/bench_cache.json" --workdir "$root/reports/bench_cache" || status=1
 fi
 
 if [ "${BENCH_NO_SITE:-0}" != 1 ]; then
