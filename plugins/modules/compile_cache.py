@@ -20,10 +20,10 @@ description:
     entries are removed, least recently modified first, until it fits: a Triton kernel directory, an Inductor FX
     graph or code bucket, a build of SGLang's JIT, a FlashInfer build set, a torch extension, or any other
     C(<cache>/<name>). Removing one costs a recompile at the next start that needs it, nothing else."
-  - Run it while no server uses the trees it may remove: the role prunes only trees no running unit names, and trims
-    only a tree the running unit does not use (or while the unit is stopped).
-  - Nothing is followed: links are removed as links, and directories are removed through file descriptors, so a
-    link planted in a cache (whose leaves belong to the service account) never leads the removal out of it.
+  - "Run it while no server uses the trees it may remove: the role prunes only trees no running unit names, and trims
+    only a tree the running unit does not use (or while the unit is stopped)."
+  - "Nothing is followed: links are removed as links, and directories are removed through file descriptors, so a
+    link planted in a cache (whose leaves belong to the service account) never leads the removal out of it."
   - Sizes are apparent sizes (the sum of the regular files' sizes).
 author: llmserve developers (@llmserve)
 options:

@@ -171,8 +171,8 @@ def classify(path, declared, runtime):
     if any(path == d or path.startswith(d + "/") for d in declared):
         return "declared"
     # SGLang's load snapshot and multiprocessing's POSIX semaphores: removed by RemoveIPC= when the unit stops
-    if any(path == d or path.startswith(d + "/") for d in runtime) or path.startswith(("/dev/shm/sglang_loads_",
-                                                                                        "/dev/shm/sem.")):
+    shm = ("/dev/shm/sglang_loads_", "/dev/shm/sem.")
+    if any(path == d or path.startswith(d + "/") for d in runtime) or path.startswith(shm):
         return "runtime"
     return "outside"
 

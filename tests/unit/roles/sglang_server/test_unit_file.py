@@ -97,6 +97,9 @@ CASES = {
     "cache_xpu": {"sglang_server_args": {"device": "xpu"}},
     # a cache variable of the user's would share kernels between versions
     "cache_env_override": {"sglang_server_env": {"TRITON_CACHE_DIR": "/srv/triton"}},
+    # root chowns the cache root and removes trees below it: never a shared or system tree, never the home
+    "cache_root_in_tmp": {"sglang_server_cache_root": "/tmp/kernels"},
+    "cache_root_in_home": {"sglang_server_cache_root": "/var/lib/sglang/kernels"},
 }
 FAILING = {
     "nul_in_env": "sglang_server_env.FOO: contains a control character (NUL at offset 1)",
@@ -114,6 +117,8 @@ FAILING = {
     "huge_journal_lines": "sglang_server_journal_lines: must be an integer from 0 to 10000, got 10000000",
     "algorithm_mtp": "sglang_server_speculative.algorithm",
     "cache_env_override": "sglang_server_env.TRITON_CACHE_DIR: is refused: the unit points every compile and JIT cache",
+    "cache_root_in_tmp": "sglang_server_cache_root: /tmp/kernels",
+    "cache_root_in_home": "sglang_server_cache_root (/var/lib/sglang/kernels) must be an absolute, normalised path",
 }
 TEMPLATES = ("sglang.service", "sglang.env", "config.yaml")
 URLS = "{{ {'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url | default('(undefined)')} | to_json }}"
