@@ -63,7 +63,7 @@ attributes:
     details: In check mode nothing is removed; RV(removed) and RV(bytes_removed) say what would be.
   diff_mode:
     support: full
-    details: RV(diff) lists the removed paths (before) and their absence (after).
+    details: The diff lists the removed paths (before) and their absence (after).
   platform:
     platforms: posix
 notes:
