@@ -109,8 +109,8 @@ def collect(samples, prefix=None):
             raise MetricError("%s: the name must start with %s" % (_where(name), prefix))
         unknown = sorted(str(key) for key in sample if key not in SAMPLE_KEYS)
         if unknown:
-            raise MetricError("%s: unknown key(s) %s (a sample has %s)" % (_where(name), ", ".join(unknown),
-                                                                        ", ".join(SAMPLE_KEYS)))
+            raise MetricError("%s: unknown key(s) %s (a sample has %s)"
+                              % (_where(name), ", ".join(unknown), ", ".join(SAMPLE_KEYS)))
         labels = _labels(name, sample.get("labels"))
         if "value" not in sample:
             raise MetricError("%s: the sample has no value" % _where(name, labels))
