@@ -53,6 +53,16 @@ def sglang_report_file_name(host):
         raise AnsibleFilterError("sglang_report_file_name: %s" % to_native(exc))
 
 
+def sglang_host_metrics(report, part, success=None, ended=None):
+    """The node exporter textfile samples of one part (``gpu`` or ``run``) of a host report."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.host_metrics import host_metrics
+
+    try:
+        return host_metrics(report, part, success=success, ended=ended)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("sglang_host_metrics: %s" % to_native(exc))
+
+
 def sglang_server_report(fields):
     """The role sglang_server's host report with every key (``None`` where ``fields`` has none)."""
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.server_report import server_report
@@ -75,4 +85,5 @@ class FilterModule(object):
             "sglang_report_text": sglang_report_text,
             "sglang_report_file_name": sglang_report_file_name,
             "sglang_server_report": sglang_server_report,
+            "sglang_host_metrics": sglang_host_metrics,
         }

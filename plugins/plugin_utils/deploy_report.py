@@ -159,6 +159,22 @@ def _model_part(model):
     }
 
 
+def _health_part(preflight):
+    """The GPU health the preflight saw, per GPU (every GPU, selected or not): the DMA faults by GPU address, the Xid
+    events by device, code and fatality, and the P2P pairs the functional test decided (``ok`` true or false; pairs
+    it did not test are left out). The node exporter textfile is written from it (``plugin_utils/host_metrics.py``)."""
+    pairs = ((preflight.get("p2p") or {}).get("pairs") or {}).values()
+    return {
+        "dma_faults": {str(g["pci_address"]): _count_or_none(g.get("dma_faults")) or 0
+                       for g in preflight.get("gpus") or [] if g.get("pci_address")},
+        "xid_events": [{"gpu": str(x.get("pci_address") or ""), "code": str(x.get("code")), "fatal": bool(x.get("fatal")),
+                        "count": _count_or_none(x.get("count")) or 0} for x in preflight.get("xid_counts") or []],
+        "p2p": sorted(({"src": str(p.get("src")), "dst": str(p.get("dst")), "ok": bool(p["functional"])}
+                       for p in pairs if isinstance(p, dict) and p.get("functional") is not None),
+                      key=lambda p: (p["src"], p["dst"])),
+    }
+
+
 def _flag(value):
     return value.strip().lower() in ("true", "yes", "1") if isinstance(value, str) else bool(value)
 
@@ -198,6 +214,7 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
             "dma_faults": sum(int(g.get("dma_faults") or 0) for g in gpus),
             "driver_version": host_facts.get("driver_version"),
             "preflight_warnings": list(preflight.get("warnings") or []),
+            "health": _health_part(preflight),
         })
     else:
         report["stages"]["preflight"] = NOT_RUN
