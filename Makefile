@@ -81,9 +81,10 @@ unit: venv
 	@$(RUN) echo "== pytest tests/unit ($$(ansible --version | sed -n 1p))"; \
 	  pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests/unit
 
-# The Prometheus rules of sglang_monitoring, rendered by the role itself with its defaults (tests/prometheus/render_rules.yml;
-# the role's template task has promtool check the file), then checked and unit-tested with the real promtool of
-# Debian 12's Prometheus 2.42 (tools/prometheus/get_promtool.sh: extracted from the package, never installed).
+# The Prometheus rules of sglang_monitoring, rendered by the role itself with its defaults
+# (tests/prometheus/render_rules.yml; the role's template task has promtool check the file), then checked and
+# unit-tested with the real promtool of Debian 12's Prometheus 2.42 (tools/prometheus/get_promtool.sh: extracted
+# from the package, never installed).
 rules-test: venv
 	@$(RUN) echo "== promtool check rules / test rules (roles/sglang_monitoring, tests/prometheus)"; \
 	  promtool=$$(bash tools/prometheus/get_promtool.sh); out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \

@@ -51,8 +51,12 @@ if [ "$(id -u)" -eq 0 ] && id _apt >/dev/null 2>&1; then
     chown _apt "$work"
 fi
 log "downloading $PACKAGE=$VERSION"
-if ! (cd "$work" && apt-get download -q "$PACKAGE=$VERSION" >/dev/null); then
-    die "apt-get download $PACKAGE=$VERSION failed (run apt-get update; the version is Debian 12's)"
+if ! (cd "$work" && apt-get download -q "$PACKAGE=$VERSION" >/dev/null 2>&1); then
+    # a fresh machine may have no package lists yet
+    log "apt-get download failed; updating the package lists once"
+    apt-get update -qq >/dev/null || die "apt-get update failed"
+    (cd "$work" && apt-get download -q "$PACKAGE=$VERSION" >/dev/null) ||
+        die "apt-get download $PACKAGE=$VERSION failed (the version is Debian 12's)"
 fi
 deb=$(find "$work" -maxdepth 1 -name "${PACKAGE}_*.deb" -print -quit)
 [ -n "$deb" ] || die "apt-get download left no ${PACKAGE}_*.deb in $work"
