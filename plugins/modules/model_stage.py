@@ -37,7 +37,7 @@ description:
   - Two runs may share a store (two playbook runs at once on one host, or hosts whose O(dir) is on one shared
     filesystem). A run that fetches first takes an exclusive lock on C(<dir>/<org>--<name>/.lock) and waits for it up
     to O(timeout) seconds; once it holds it, a revision that the other run published meanwhile is verified in place,
-    not fetched again. With O(fetch=false) the lock is not waited for: when another run holds it, the revision is
+    not fetched again. With O(fetch=false) the lock is not waited for; when another run holds it, the revision is
     still verified but old revisions are left for that run to remove.
   - Runs through an action plugin of the same name. Unless the task is in check mode, has C(async) of its own, or
     the revision is already in place, the plugin starts the module as an async job itself and prints a progress line
