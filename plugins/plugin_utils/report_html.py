@@ -42,7 +42,7 @@ th,td{border:1px solid #d5d9de;padding:4px 8px;text-align:left;vertical-align:to
 th{background:#eef1f4;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 code{font-family:"DejaVu Sans Mono",monospace;font-size:12px}
-.verdict{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;border:1px solid}
+.verdict{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;border:1px solid;white-space:nowrap}
 .verdict.ok{background:#dcf3dc;border-color:#2e7d32;color:#1b5e20}
 .verdict.warn{background:#fff3c4;border-color:#b08800;color:#6b5200}
 .verdict.fail{background:#ffdcdc;border-color:#c62828;color:#8e1111}
@@ -50,8 +50,9 @@ code{font-family:"DejaVu Sans Mono",monospace;font-size:12px}
 .counts span{margin-right:14px}
 .grids{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
 figure{margin:0;background:#fff;border:1px solid #d5d9de;padding:8px 10px}
-figcaption{font-weight:600;margin-bottom:4px;max-width:420px;overflow-wrap:anywhere}
-figure p{margin:4px 0;color:#57606a;font-size:12px;max-width:420px}
+figcaption{font-weight:600;margin-bottom:4px;max-width:300px;overflow-wrap:anywhere}
+figure p{margin:4px 0;color:#57606a;font-size:12px;max-width:300px}
+td.host{white-space:nowrap}
 svg text{font-family:"DejaVu Sans",sans-serif}
 .p2p-ok rect,.phase-done rect{fill:#c8e6c9;stroke:#2e7d32}
 .p2p-fail rect,.phase-fail rect{fill:#ffcdd2;stroke:#c62828}
@@ -126,8 +127,10 @@ def host_verdict(report):
         elif row.get("state") != "in":
             warn.append("gateway %s: %s" % (row.get("gateway"), row.get("state")))
     label = state if state != NOT_RUN else "preflight %s" % preflight
-    level = "fail" if fail else ("warn" if warn else ("unknown" if state == NOT_RUN and preflight == NOT_RUN
-                                                        else "ok"))
+    if fail or warn:
+        level = "fail" if fail else "warn"
+    else:
+        level = "unknown" if state == NOT_RUN and preflight == NOT_RUN else "ok"
     return level, label, fail + warn
 
 
@@ -215,8 +218,8 @@ def host_phases(report):
         if "out" in states:
             phases.append(("rejoin", "fail", "out", errors or "left out of a gateway"))
         elif any(s != "in" for s in states):
-            phases.append(("rejoin", "warn", "unhealthy", ", ".join("%s: %s" % (row.get("gateway"), row.get("state"))
-                                                                  for row in gateways)))
+            phases.append(("rejoin", "warn", "unhealthy",
+                           ", ".join("%s: %s" % (row.get("gateway"), row.get("state")) for row in gateways)))
         else:
             phases.append(("rejoin", "done", _seconds_text(max(waits)) if waits else "in",
                            "healthy again in %d gateway(s) (slowest shown)" % len(gateways)))
@@ -300,11 +303,12 @@ def _hosts_section(reports):
     for report in reports:
         level, label, reasons = host_verdict(report)
         sg = report.get("sglang") or {}
-        out.append('<tr data-host="%s"><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td><code>%s</code>'
-                   '</td><td>%s</td></tr>'
+        revision = str((report.get("model") or {}).get("revision") or "-")
+        out.append('<tr data-host="%s"><td class="host">%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>'
+                   '<td><code title="%s">%s</code></td><td>%s</td></tr>'
                    % (_e(report.get("host")), _e(report.get("host")), _verdict_badge(level, label),
                       _e("; ".join(reasons) or "-"), _e(sg.get("version") or "-"), _e(report.get("gpus") or "-"),
-                      _e((report.get("model") or {}).get("revision") or "-"), _e(sg.get("smoke") or "-")))
+                      _e(revision), _e(_short(revision, 13)), _e(sg.get("smoke") or "-")))
     out.append("</tbody></table></section>")
     return "".join(out)
 
@@ -344,9 +348,9 @@ def _p2p_section(reports):
         out.append('<figure class="p2p" data-host="%s"><figcaption>%s</figcaption>'
                    % (_e(report.get("host")), _e(report.get("host"))))
         if not p2p:
-            out.append('<p>No P2P result: %s.</p>' % ("preflight not run"
-                                                       if (report.get("stages") or {}).get("preflight") == NOT_RUN
-                                                       else "not in this report"))
+            why = ("preflight not run" if (report.get("stages") or {}).get("preflight") == NOT_RUN
+                   else "not in this report")
+            out.append("<p>No P2P result: %s.</p>" % why)
         elif not p2p.get("gpus"):
             out.append("<p>No GPU selected.</p>")
         else:
