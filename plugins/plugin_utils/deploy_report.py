@@ -175,6 +175,24 @@ def _health_part(preflight):
     }
 
 
+def _p2p_part(p2p, gpus):
+    """The preflight's P2P verdict (``iommu_preflight_report.p2p``) with the GPUs it covers: enough to draw the pair
+    matrix (a pair is bad, undecided, or good). ``unknown_pairs`` is ``None`` in a preflight report from before it
+    was published."""
+    unknown = p2p.get("unknown_pairs")
+    group = p2p.get("largest_p2p_group")
+    return {
+        "gpus": [str(gpu) for gpu in gpus if gpu],
+        "tested": bool(p2p.get("tested")),
+        "ok": p2p.get("ok") if isinstance(p2p.get("ok"), bool) else None,
+        "skipped": _text_or_none(p2p.get("skipped")),
+        "bad_pairs": [str(key) for key in p2p.get("bad_pairs") or []],
+        "unknown_pairs": [str(key) for key in unknown] if isinstance(unknown, list) else None,
+        "ipc_failed": [str(gpu) for gpu in p2p.get("ipc_failed") or []],
+        "largest_p2p_group": [str(gpu) for gpu in group] if isinstance(group, list) else None,
+    }
+
+
 def _flag(value):
     return value.strip().lower() in ("true", "yes", "1") if isinstance(value, str) else bool(value)
 
@@ -216,6 +234,8 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
             "preflight_warnings": list(preflight.get("warnings") or []),
             "health": _health_part(preflight),
         })
+        if isinstance(preflight.get("p2p"), dict):
+            report["p2p"] = _p2p_part(preflight["p2p"], [g.get("pci_address") for g in selected])
     else:
         report["stages"]["preflight"] = NOT_RUN
 
