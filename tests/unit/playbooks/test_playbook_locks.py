@@ -89,7 +89,7 @@ def test_site_stages_the_model_on_every_host_at_once_before_the_plan():
     # the download (included only on the hosts that lack the revision) is throttled; the check in the store is not
     (stage,) = [t for t in load("roles", "sglang_model", "tasks", "fetch.yml") if "llmserve.sglang.model_stage" in t]
     assert stage["throttle"] == "{{ sglang_model_stage_throttle | int }}"
-    (check,) = [t for t in load("roles", "sglang_model", "tasks", "resolve.yml") if "llmserve.sglang.model_stage" in t]
+    (check,) = [t for t in load("roles", "sglang_model", "tasks", "check.yml") if "llmserve.sglang.model_stage" in t]
     assert check["llmserve.sglang.model_stage"]["fetch"] is False and "throttle" not in check
 
 
