@@ -86,8 +86,10 @@ def test_a_revision_the_model_role_read_in_this_run_is_not_read_again(tmp_path, 
     assert rc == 0 and result["warmed"] is True, out
 
 
-def test_a_missing_model_directory_fails_before_the_host_leaves_rotation(tmp_path):
-    rc, _result, out = _run(tmp_path, {"sglang_rollout_restarts": True,
-                                       "sglang_server_model_path": str(tmp_path / "absent")})
-    assert rc != 0
-    assert "is not a directory" in out and "Take the host out of the gateways" not in out
+def test_a_missing_model_directory_is_noted_not_refused(tmp_path):
+    # a stand-in engine or a model SGLang fetches itself has no directory here; the restart proves whether it loads
+    rc, result, out = _run(tmp_path, {"sglang_rollout_restarts": True,
+                                      "sglang_server_model_path": str(tmp_path / "absent")})
+    assert rc == 0, out
+    assert result["warmed"] is False and result["bytes_read"] == 0
+    assert result["note"] == "%s is not a directory on the host: nothing read" % (tmp_path / "absent")
