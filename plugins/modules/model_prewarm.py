@@ -41,7 +41,7 @@ options:
   missing:
     description:
       - What a missing O(path) (or one that is not a directory) does. V(fail) fails the task; V(skip) reads nothing
-        and says so in RV(note), for a caller that pre-warms whatever is there (the drain before a restart: the
+        and says so in RV(note), for a caller that pre-warms whatever is there (the drain before a restart; the
         model may be a hub id SGLang downloads itself, or a stand-in that loads no weights).
     type: str
     choices: [fail, skip]
