@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-import yaml
 
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_playbook
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
@@ -27,15 +24,8 @@ def _run(tmp_path, extra):
         {"name": "Keep the result", "ansible.builtin.copy": {
             "dest": str(tmp_path / "result.json"),
             "content": "{{ sglang_server_prewarm_result | default(None) | to_json }}"}}]}]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     (tmp_path / "vars.json").write_text(json.dumps(extra))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                           "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable,
-                           "-e", "@" + str(tmp_path / "vars.json"), str(tmp_path / "play.yml")],
-                          capture_output=True, text=True, env=env, check=False, timeout=180)
+    proc = run_playbook(tmp_path, play, "-e", "@" + str(tmp_path / "vars.json"), timeout=180)
     out = proc.stdout + proc.stderr
     path = tmp_path / "result.json"
     result = json.loads(path.read_text()) if path.exists() else None
