@@ -35,12 +35,13 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: check machine-check fixtures engine-assets gateway-assets model-assets wheelhouse-standin help venv hosts lint sanity unit compat functional build-check molecule test demo bench gpu-check clean
+.PHONY: check machine-check fixtures engine-assets gateway-assets model-assets wheelhouse-standin help venv hosts lint sanity unit rules-test compat functional build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make check   - first run this: yamllint, ansible-lint and the unit tests, as any user, in a venv in the checkout (.venv)"
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest (unit tests and sanity on 2.20 too), build check, molecule"
 	@echo "make compat  - ansible-test sanity and the unit tests on the oldest supported ansible-core (2.20)"
+	@echo "make rules-test - the sglang_monitoring role's Prometheus rules: promtool check rules and promtool test rules (tests/prometheus)"
 	@echo "make demo    - run site.yml against the local demo test hosts (inventories/demo)"
 	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), site.yml no-change one host vs two (demo hosts), model download role vs curl and no-change cost, rolling restart through the gateway (fleet)"
 	@echo "make molecule S='default preflight' - run some molecule scenarios"
@@ -75,10 +76,26 @@ sanity: venv
 	@$(RUN) echo "== ansible-test sanity ($$(ansible --version | sed -n 1p))"; dev_ansible_test_pip; \
 	  dir=$$(dev_sanity_tree); cd "$$dir"; ansible-test sanity --python 3.12 --color no 2>&1 | grep -v '^WARNING: Location'
 
-# unit: the code alone (no engine, no gateway build); functional: real servers (SGLang on CPU, smg, stand-ins)
+# unit: the code alone (no engine, no gateway build); functional: real servers (SGLang on CPU, smg, stand-ins).
+# The unit tests run in PYTEST_WORKERS processes (pytest-xdist); each test builds its own files and ports, so
+# their order does not matter. PYTEST_WORKERS=0 runs them in this process.
+PYTEST_WORKERS ?= 2
 unit: venv
 	@$(RUN) echo "== pytest tests/unit ($$(ansible --version | sed -n 1p))"; \
-	  pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests/unit
+	  pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) $(PYTEST_ARGS) tests/unit
+
+# The Prometheus rules of sglang_monitoring, rendered by the role itself with its defaults
+# (tests/prometheus/render_rules.yml; the role's template task has promtool check the file), then checked and
+# unit-tested with the real promtool of Debian 12's Prometheus 2.42 (tools/prometheus/get_promtool.sh: extracted
+# from the package, never installed).
+rules-test: venv
+	@$(RUN) echo "== promtool check rules / test rules (roles/sglang_monitoring, tests/prometheus)"; \
+	  promtool=$$(bash tools/prometheus/get_promtool.sh); out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+	  ansible-playbook -i localhost, -c local -e "ansible_python_interpreter=$(VENV)/bin/python" \
+	    -e "llmserve_rules_test_dir=$$out llmserve_rules_test_promtool=$$promtool" tests/prometheus/render_rules.yml \
+	    >"$$out/render.log" 2>&1 || { cat "$$out/render.log"; exit 1; }; \
+	  "$$promtool" check rules "$$out/llmserve_sglang.rules.yml"; \
+	  cp tests/prometheus/*.test.yml "$$out/"; cd "$$out"; "$$promtool" test rules *.test.yml
 
 # The same sanity and unit tests on the oldest ansible-core that meta/runtime.yml admits (requirements-compat.txt).
 compat:
@@ -137,7 +154,7 @@ molecule: venv hosts fixtures wheelhouse-standin engine-assets model-assets
 	  bash tools/molecule_lanes.sh $(LLMSERVE_CACHE)/molecule-logs $(S)
 
 test: MACHINE_CHECK_FOR := test
-test: machine-check lint sanity unit compat functional build-check molecule
+test: machine-check lint sanity unit rules-test compat functional build-check molecule
 
 demo: MACHINE_CHECK_FOR := demo
 demo: machine-check venv hosts fixtures wheelhouse-standin engine-assets

@@ -38,12 +38,15 @@ dev_python() {
 }
 
 # Host tools the test suite calls besides Python packages: ansible-test's shellcheck test; nft and ip for the
-# multi-node firewall test (tests/unit/roles/sglang_server/test_node_firewall.py loads the rules into namespaces).
+# multi-node firewall test (tests/unit/roles/sglang_server/test_node_firewall.py loads the rules into namespaces);
+# headless Chromium for the browser test of report.html (tests/functional/report; the headless shell is the
+# smallest Debian package of it).
 dev_system_packages() {
   local missing=()
   command -v shellcheck >/dev/null || missing+=(shellcheck)
   command -v nft >/dev/null || [ -x /usr/sbin/nft ] || missing+=(nftables)
   command -v ip >/dev/null || [ -x /usr/sbin/ip ] || missing+=(iproute2)
+  command -v chromium-headless-shell >/dev/null || command -v chromium >/dev/null || missing+=(chromium-headless-shell)
   [ "${#missing[@]}" -eq 0 ] && return 0
   dev_log "installing ${missing[*]}"
   apt-get update -qq

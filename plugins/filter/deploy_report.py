@@ -46,11 +46,28 @@ def sglang_report_text(report):
     return _report().render_text(report)
 
 
+def sglang_report_html(reports, run_id, title=None):
+    """The run report as one self-contained HTML page (inline CSS and SVG, no script, nothing loaded)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.report_html import render_run_report
+
+    return render_run_report(run_id, list(reports or []), title)
+
+
 def sglang_report_file_name(host):
     try:
         return _report().report_file_name(host)
     except ValueError as exc:
         raise AnsibleFilterError("sglang_report_file_name: %s" % to_native(exc))
+
+
+def sglang_host_metrics(report, part, success=None, ended=None):
+    """The node exporter textfile samples of one part (``gpu`` or ``run``) of a host report."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.host_metrics import host_metrics
+
+    try:
+        return host_metrics(report, part, success=success, ended=ended)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("sglang_host_metrics: %s" % to_native(exc))
 
 
 def sglang_server_report(fields):
@@ -73,6 +90,8 @@ class FilterModule(object):
             "sglang_report_rows": sglang_report_rows,
             "sglang_report_servers": sglang_report_servers,
             "sglang_report_text": sglang_report_text,
+            "sglang_report_html": sglang_report_html,
             "sglang_report_file_name": sglang_report_file_name,
             "sglang_server_report": sglang_server_report,
+            "sglang_host_metrics": sglang_host_metrics,
         }

@@ -159,6 +159,40 @@ def _model_part(model):
     }
 
 
+def _health_part(preflight):
+    """The GPU health the preflight saw, per GPU (every GPU, selected or not): the DMA faults by GPU address, the Xid
+    events by device, code and fatality, and the P2P pairs the functional test decided (``ok`` true or false; pairs
+    it did not test are left out). The node exporter textfile is written from it (``plugin_utils/host_metrics.py``)."""
+    pairs = ((preflight.get("p2p") or {}).get("pairs") or {}).values()
+    return {
+        "dma_faults": {str(g["pci_address"]): _count_or_none(g.get("dma_faults")) or 0
+                       for g in preflight.get("gpus") or [] if g.get("pci_address")},
+        "xid_events": [{"gpu": str(x.get("pci_address") or ""), "code": str(x.get("code")), "fatal": bool(x.get("fatal")),
+                        "count": _count_or_none(x.get("count")) or 0} for x in preflight.get("xid_counts") or []],
+        "p2p": sorted(({"src": str(p.get("src")), "dst": str(p.get("dst")), "ok": bool(p["functional"])}
+                       for p in pairs if isinstance(p, dict) and p.get("functional") is not None),
+                      key=lambda p: (p["src"], p["dst"])),
+    }
+
+
+def _p2p_part(p2p, gpus):
+    """The preflight's P2P verdict (``iommu_preflight_report.p2p``) with the GPUs it covers: enough to draw the pair
+    matrix (a pair is bad, undecided, or good). ``unknown_pairs`` is ``None`` in a preflight report from before it
+    was published."""
+    unknown = p2p.get("unknown_pairs")
+    group = p2p.get("largest_p2p_group")
+    return {
+        "gpus": [str(gpu) for gpu in gpus if gpu],
+        "tested": bool(p2p.get("tested")),
+        "ok": p2p.get("ok") if isinstance(p2p.get("ok"), bool) else None,
+        "skipped": _text_or_none(p2p.get("skipped")),
+        "bad_pairs": [str(key) for key in p2p.get("bad_pairs") or []],
+        "unknown_pairs": [str(key) for key in unknown] if isinstance(unknown, list) else None,
+        "ipc_failed": [str(gpu) for gpu in p2p.get("ipc_failed") or []],
+        "largest_p2p_group": [str(gpu) for gpu in group] if isinstance(group, list) else None,
+    }
+
+
 def _flag(value):
     return value.strip().lower() in ("true", "yes", "1") if isinstance(value, str) else bool(value)
 
@@ -198,7 +232,10 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
             "dma_faults": sum(int(g.get("dma_faults") or 0) for g in gpus),
             "driver_version": host_facts.get("driver_version"),
             "preflight_warnings": list(preflight.get("warnings") or []),
+            "health": _health_part(preflight),
         })
+        if isinstance(preflight.get("p2p"), dict):
+            report["p2p"] = _p2p_part(preflight["p2p"], [g.get("pci_address") for g in selected])
     else:
         report["stages"]["preflight"] = NOT_RUN
 
@@ -282,7 +319,7 @@ def host_stats(report):
     return inert(stats)
 
 
-def _number_or_none(value):
+def finite_number(value):
     """``value`` as a finite ``float`` when it is a number or a numeric string, else ``None`` (never text)."""
     if isinstance(value, bool) or value is None:
         return None
@@ -295,7 +332,7 @@ def _number_or_none(value):
 
 def _count_or_none(value):
     """``value`` as an ``int`` when it is a whole finite number, else ``None``."""
-    number = _number_or_none(value)
+    number = finite_number(value)
     return int(number) if number is not None and number.is_integer() else None
 
 
@@ -316,10 +353,10 @@ def _speculative_stats(sg):
     return {
         "verdict": _text_or_none(check.get("verdict")),
         "action": _text_or_none(check.get("action")),
-        "accept_length": _number_or_none(check.get("accept_length")),
+        "accept_length": finite_number(check.get("accept_length")),
         "accept_length_source": _text_or_none(check.get("accept_length_source")),
-        "min_accept_length": _number_or_none(check.get("min_accept_length")),
-        "decode_tokens_per_s": _number_or_none(check.get("decode_tokens_per_s")),
+        "min_accept_length": finite_number(check.get("min_accept_length")),
+        "decode_tokens_per_s": finite_number(check.get("decode_tokens_per_s")),
         "prompt_tokens": [_count_or_none(t) for t in check.get("prompt_tokens") or []],
         "attention_backend": _text_or_none(chosen.get("attention_backend")),
         "page_size": _count_or_none(chosen.get("page_size")),

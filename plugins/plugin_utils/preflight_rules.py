@@ -536,6 +536,22 @@ def _rule_xid(facts, gpus, selected, fatal):
     return errors, warnings
 
 
+def xid_counts(facts, fatal):
+    """The Xid events of ``facts`` counted per device, code and fatality: ``[{pci_address, code, fatal, count}]``,
+    sorted. ``code`` is the Xid number as text, ``fallen-off-bus`` for the messages without one; ``fatal`` follows
+    the ``gpu-xid`` rule (the code, or the code it was caused by, is in ``fatal``; every fall off the bus). The DMA
+    Xids (143) are left out: they are DMA faults. Counts cover the listed events (the first 500)."""
+    counts = {}
+    for event in facts.get('xid_events') or []:
+        if event.get('code') in DMA_XIDS:
+            continue
+        code = 'fallen-off-bus' if event.get('code') is None else str(event['code'])
+        key = (event.get('pci_address') or '', code, _is_fatal_xid(event, fatal))
+        counts[key] = counts.get(key, 0) + 1
+    return [{'pci_address': address, 'code': code, 'fatal': bad, 'count': counts[(address, code, bad)]}
+            for address, code, bad in sorted(counts)]
+
+
 def _xid_time(event):
     if event.get('timestamp') is not None:
         return '%.6f s after boot' % event['timestamp']
@@ -639,6 +655,7 @@ def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
             'virtual_functions': list(gpu.get('virtual_functions') or []),
             'selected': gpu['pci_address'] in selected_addresses,
         } for gpu in gpus],
+        'xid_counts': xid_counts(facts, fatal),
         'identity_units': [unit.get('name') for unit in facts.get('identity_units') or []],
         'reboot_required': reboot_required,
         'errors': errors,

@@ -39,7 +39,7 @@ def _run(tmp_path, tasks):
                             capture_output=True, text=True, check=False, timeout=300, env=env, cwd=str(tmp_path))
     written = sorted(os.path.relpath(os.path.join(d, f), str(tmp_path))
                      for d, dummy, files in os.walk(str(tmp_path)) for f in files
-                     if f.endswith((".json", ".md")) and not d.startswith(str(tmp_path / "home")))
+                     if f.endswith((".json", ".md", ".html")) and not d.startswith(str(tmp_path / "home")))
     # first: nothing landed outside the run's report directory
     assert [p for p in written if not p.startswith("work/reports/run-1/")] == []
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -67,6 +67,11 @@ def test_host_reports_stay_in_the_report_directory(tmp_path):
               "ansible.builtin.include_role": {"name": "llmserve.sglang.rollout", "tasks_from": "report"}}]
     report_dir, written = _run(tmp_path, tasks)
     names = ("%2E.%2F..%2Fescaped", "sub%2Fdir", "gpu-node-01")
-    assert written == sorted(["work/reports/run-1/report.json", "work/reports/run-1/report.md"]
+    assert written == sorted(["work/reports/run-1/report.json", "work/reports/run-1/report.md",
+                              "work/reports/run-1/report.html"]
                              + ["work/reports/run-1/hosts/%s.%s" % (n, ext) for n in names for ext in ("json", "md")])
     assert json.loads((report_dir / "hosts" / "sub%2Fdir.json").read_text())["host"] == "sub/dir"
+    # the same run report as HTML, written in the same module call, every name escaped
+    page = (report_dir / "report.html").read_text()
+    assert page.endswith("</html>\n") and "<title>SGLang deployment report run-1</title>" in page
+    assert all('data-host="%s"' % name in page for name in HOSTS)

@@ -49,3 +49,24 @@ def test_a_link_planted_at_the_temporary_name_is_not_followed(tmp_path, monkeypa
     write_json_atomic(str(tmp_path / "r.json"), {"x": 1}, ".r.")
     assert victim.read_text() == "keep"
     assert json.loads((tmp_path / "r.json").read_text()) == {"x": 1}
+
+
+def test_text_is_written_whole_and_the_temporary_name_is_no_prom_file(tmp_path, monkeypatch):
+    target = tmp_path / "llmserve_gpu.prom"
+    target.write_text("old\n")
+    seen = []
+    real_replace = atomic_file.os.replace
+
+    def replace(src, dst):
+        # the moment before the rename: the new file is complete under a name node exporter does not read
+        seen.append((os.path.basename(src), open(src).read(), target.read_text()))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(atomic_file.os, "replace", replace)
+    atomic_file.write_text_atomic(str(target), "new \u00e9\n", ".llmserve_gpu.prom.", mode=0o644)
+    assert target.read_text(encoding="utf-8") == "new \u00e9\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    [(name, content, old)] = seen
+    assert name.startswith(".llmserve_gpu.prom.") and not name.endswith(".prom")
+    assert content == "new \u00e9\n" and old == "old\n"
+    assert sorted(os.listdir(str(tmp_path))) == ["llmserve_gpu.prom"]
