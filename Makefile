@@ -76,10 +76,13 @@ sanity: venv
 	@$(RUN) echo "== ansible-test sanity ($$(ansible --version | sed -n 1p))"; dev_ansible_test_pip; \
 	  dir=$$(dev_sanity_tree); cd "$$dir"; ansible-test sanity --python 3.12 --color no 2>&1 | grep -v '^WARNING: Location'
 
-# unit: the code alone (no engine, no gateway build); functional: real servers (SGLang on CPU, smg, stand-ins)
+# unit: the code alone (no engine, no gateway build); functional: real servers (SGLang on CPU, smg, stand-ins).
+# The unit tests run in PYTEST_WORKERS processes (pytest-xdist); each test builds its own files and ports, so
+# their order does not matter. PYTEST_WORKERS=0 runs them in this process.
+PYTEST_WORKERS ?= 2
 unit: venv
 	@$(RUN) echo "== pytest tests/unit ($$(ansible --version | sed -n 1p))"; \
-	  pytest -q -p no:cacheprovider $(PYTEST_ARGS) tests/unit
+	  pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) $(PYTEST_ARGS) tests/unit
 
 # The Prometheus rules of sglang_monitoring, rendered by the role itself with its defaults
 # (tests/prometheus/render_rules.yml; the role's template task has promtool check the file), then checked and
