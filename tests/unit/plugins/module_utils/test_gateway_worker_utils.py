@@ -475,7 +475,9 @@ def test_absent_waits_for_the_gateway_and_then_the_worker():
 def test_absent_and_present_stamp_the_timeline_by_the_wall_clock():
     # the wall clock runs 1.7e9 s ahead of the monotonic one: the stamps must come from the wall clock
     clock = Clock()
-    wall = lambda: clock.now + 1.7e9  # noqa: E731
+
+    def wall():
+        return clock.now + 1.7e9
     fake = FakeGateway(clock, [entry(A, "a", load=2), entry(B, "b")], engine=2, drained_at=1005.0,
                        engine_zero_at=1008.0)
     r = run(fake, clock, wall=wall).result

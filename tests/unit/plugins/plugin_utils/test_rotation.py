@@ -77,8 +77,8 @@ def test_a_failed_start_is_no_time_to_ready_and_the_worker_stays_out():
     assert record["drain"]["seconds"] == 40.5
     assert record["rejoin"]["note"].startswith("not put back") and record["out_of_rotation"]["seconds"] is None
     assert record["out_of_rotation"]["started"] == record["drain"]["started"]
-    phases = dict((p[0], p) for p in host_phases({"host": "h", "stages": {"sglang": failed["state"]},
-                                                   "sglang": failed, "rotation": record}))
+    report = {"host": "h", "stages": {"sglang": failed["state"]}, "sglang": failed, "rotation": record}
+    phases = dict((p[0], p) for p in host_phases(report))
     assert phases["start"][1] == "fail" and "did not become ready" in phases["start"][3]
 
 
@@ -120,8 +120,8 @@ def test_a_stop_that_was_not_this_runs_is_not_counted():
 
 
 def test_several_gateways_say_their_clocks_differ_and_take_first_out_last_healthy():
-    out = {"results": [OUT["results"][0], dict(OUT["results"][0], __sglang_gw="gw-2", removed_at=T + 1.0,
-                                                drain_ended_at=T + 45.0)]}
+    second = dict(OUT["results"][0], __sglang_gw="gw-2", removed_at=T + 1.0, drain_ended_at=T + 45.0)
+    out = {"results": [OUT["results"][0], second]}
     back = {"results": [IN["results"][0], dict(IN["results"][0], __sglang_gw="gw-2", added_at=T + 134.0,
                                                healthy_at=T + 136.0)]}
     record = rotation_record(out, back, SG)
@@ -152,6 +152,6 @@ def test_the_report_shows_it_in_rows_stats_html_and_through_the_filter():
     page = render_run_report("run-1", [report])
     assert "Rotation: out of rotation" in page and "133.2 s" in page
     # a host that did not restart carries no record, and its artifacts no rotation
-    unchanged = FilterModule().filters()["sglang_host_report"]("gpu-2", None, None, {"state": "serving",
-                                                                                    "restarted": False})
+    no_restart = {"state": "serving", "restarted": False}
+    unchanged = FilterModule().filters()["sglang_host_report"]("gpu-2", None, None, no_restart)
     assert "rotation" not in unchanged and "rotation" not in host_stats(unchanged)
