@@ -327,14 +327,22 @@ class UnitWatcher(object):
     """
 
     PROPERTIES = ("LoadState", "ActiveState", "SubState", "InvocationID", "NRestarts",
-                  "ExecMainStatus", "ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic", "Result")
+                  "ExecMainStatus", "ExecMainStartTimestampMonotonic", "ExecMainExitTimestampMonotonic", "Result",
+                  "ActiveExitTimestampMonotonic", "InactiveEnterTimestampMonotonic")
+    # ``timestamps``: the moments of a restart by systemd's own CLOCK_MONOTONIC stamps (microseconds, 0 = never since
+    # boot). ActiveExit is when the unit left "active" (the stop was requested), InactiveEnter when it reached
+    # "inactive" (every process of the old invocation gone), ExecMainStart when the new main process was forked.
+    TIMESTAMPS = (("stop_requested", "ActiveExitTimestampMonotonic"), ("stopped", "InactiveEnterTimestampMonotonic"),
+                  ("main_started", "ExecMainStartTimestampMonotonic"),
+                  ("main_exited", "ExecMainExitTimestampMonotonic"))
 
-    def __init__(self, unit, run, systemctl="systemctl", journalctl="journalctl", clock=None):
+    def __init__(self, unit, run, systemctl="systemctl", journalctl="journalctl", clock=None, wall=None):
         self.unit = unit
         self.run = run
         self.systemctl = systemctl
         self.journalctl = journalctl
         self.clock = clock or time.monotonic
+        self.wall = wall or time.time
         self.baseline = None
         self.last = None
         self.checks = 0
@@ -394,6 +402,20 @@ class UnitWatcher(object):
             return None
         return round(self.clock() - usec / 1e6, 3)
 
+    def timestamps(self, props=None):
+        """systemd's moments of the unit (:attr:`TIMESTAMPS`) and ``checked`` (now: right after the wait's last answer),
+        in seconds of this host's CLOCK_MONOTONIC (``None`` where systemd has none), with ``realtime_offset``: what
+        to add to turn them into seconds since the epoch by this host's wall clock, read now."""
+        props = props if props is not None else (self.last or {})
+        stamps = {"clock": "monotonic"}
+        for name, prop in self.TIMESTAMPS:
+            usec = _as_int(props.get(prop))
+            stamps[name] = round(usec / 1e6, 6) if usec > 0 else None
+        now = self.clock()
+        stamps["checked"] = round(now, 6)
+        stamps["realtime_offset"] = round(self.wall() - now, 6)
+        return stamps
+
     def _exit_text(self, props):
         status = props.get("ExecMainStatus")
         age = self.exit_age(props)
@@ -416,6 +438,7 @@ class UnitWatcher(object):
             "exec_main_status": _as_int(props.get("ExecMainStatus"), None),
             "main_exit_seconds_ago": self.exit_age(props),
             "main_start_seconds_ago": self.start_age(props),
+            "timestamps": self.timestamps(props),
             "invocation_id_at_start": base.get("InvocationID"),
             "n_restarts_at_start": _as_int(base.get("NRestarts"), None),
             "checks": self.checks,

@@ -443,13 +443,16 @@ class WorkerChange(object):
 
     ``api`` is a :class:`GatewayApi` (or a fake with its methods); ``p`` the module's parameters after
     validation, with ``worker_url`` and ``worker_key`` (as sent, comparison key) added.
+    ``clock`` (monotonic) times the waits; ``wall`` (seconds since the epoch, this host's clock) stamps the moments
+    the run report puts on its timeline: removed, drained, put back, healthy.
     """
 
-    def __init__(self, api, p, check_mode=False, clock=None, sleep=None):
+    def __init__(self, api, p, check_mode=False, clock=None, sleep=None, wall=None):
         self.api = api
         self.p = p
         self.check_mode = check_mode
         self.clock = clock or time.monotonic
+        self.wall = wall or time.time
         self.sleep = sleep or time.sleep
         self.warnings = []
         self.template = {}
@@ -479,7 +482,7 @@ class WorkerChange(object):
         result = {"changed": False, "state": "absent", "worker_url": url, "worker_id": None, "worker_ids": [],
                   "removed": False, "drained": None, "drain_seconds": 0.0,
                   "in_flight": {"at_removal": None, "at_end": None}, "worker_load_source": None,
-                  "healthy_workers_left": None}
+                  "healthy_workers_left": None, "removed_at": None, "drain_ended_at": None}
         listed = self._list(result)
         targets = find_workers(listed, p["worker_key"])
         others = [item for item in listed if not any(item is t for t in targets)]
@@ -518,6 +521,7 @@ class WorkerChange(object):
                           "worker(s) would be left" % (verb, url, result["worker_id"], len(replacements)),
                           result, warnings=self.warnings)
         started = self.clock()
+        result["removed_at"] = round(self.wall(), 6)
         for target in to_delete:
             try:
                 self.api.delete_worker(target["id"], self._timeout())
@@ -549,6 +553,7 @@ class WorkerChange(object):
             except GatewayError as exc:
                 if exc.fatal:
                     result["drain_seconds"] = round(self.clock() - started, 3)
+                    result["drain_ended_at"] = round(self.wall(), 6)
                     raise Outcome("%s was removed, but watching its drain failed: %s" % (url, exc.message), result,
                                   failed=True, warnings=self.warnings)
                 gateway_problem = exc.message
@@ -563,6 +568,7 @@ class WorkerChange(object):
                 break
             self._pause(deadline)
         result["drain_seconds"] = round(self.clock() - started, 3)
+        result["drain_ended_at"] = round(self.wall(), 6)
         result["removed"] = gone
         result["in_flight"]["at_end"] = {"gateway": 0 if gone else gateway_count, "worker": engine if gone else None}
         result["drained"] = gone and (engine == 0 or (engine is None and engine_problem is None))
@@ -593,13 +599,17 @@ class WorkerChange(object):
         p = self.p
         url = p["worker_url"]
         result = {"changed": False, "state": "present", "worker_url": url, "worker_id": None, "registered": False,
-                  "healthy": False, "healthy_workers": None, "wait_seconds": 0.0}
+                  "healthy": False, "healthy_workers": None, "wait_seconds": 0.0, "added_at": None,
+                  "healthy_at": None}
         listed = self._list(result)
         targets = find_workers(listed, p["worker_key"])
         result["healthy_workers"] = len([item for item in listed if is_healthy(item)])
         healthy = [t for t in targets if is_healthy(t)]
         if healthy:
-            result.update(worker_id=healthy[0].get("id"), registered=True, healthy=True, worker=summarize(healthy[0]))
+            # already routed to (a gateway that restarted with its full list): in and healthy when it was listed
+            now = round(self.wall(), 6)
+            result.update(worker_id=healthy[0].get("id"), registered=True, healthy=True, worker=summarize(healthy[0]),
+                          added_at=now, healthy_at=now)
             raise Outcome("%s is registered and healthy (id %s)" % (url, result["worker_id"]), result,
                           warnings=self.warnings)
         waiting_for = [t for t in targets if not is_draining(t)]
@@ -612,6 +622,7 @@ class WorkerChange(object):
             raise Outcome("check mode: would register %s with the gateway and wait until it is healthy" % url,
                           result, warnings=self.warnings)
         started = self.clock()
+        result["added_at"] = round(self.wall(), 6)
         deadline = Deadline(p["healthy_timeout"], self.clock)
         worker_id = waiting_for[0].get("id") if waiting_for else None
         registered = bool(waiting_for)
@@ -642,7 +653,7 @@ class WorkerChange(object):
             healthy = [t for t in targets if is_healthy(t)]
             if healthy:
                 result.update(worker_id=healthy[0].get("id"), healthy=True, registered=True,
-                              worker=summarize(healthy[0]))
+                              worker=summarize(healthy[0]), healthy_at=round(self.wall(), 6))
                 break
             if targets:
                 misses = 0

@@ -237,6 +237,19 @@ drain_seconds:
   returned: when O(state=absent)
   type: float
   sample: 41.3
+removed_at:
+  description:
+    - When the removal was sent, in seconds since the epoch by the clock of the host the module runs on (the gateway's
+      host when delegated there). V(null) when nothing was removed (not registered, check mode, refused).
+  returned: when O(state=absent)
+  type: float
+  sample: 1764675000.123456
+drain_ended_at:
+  description:
+    - When the drain wait ended (drained, or given up), by the same clock as RV(removed_at). V(null) without a removal.
+  returned: when O(state=absent)
+  type: float
+  sample: 1764675041.4231
 in_flight:
   description:
     - Requests in flight, counted by the gateway (C(load) in its worker list) and by the worker itself
@@ -276,6 +289,21 @@ wait_seconds:
   description: Seconds spent waiting for the worker to become healthy.
   returned: when O(state=present)
   type: float
+added_at:
+  description:
+    - When the module began putting the worker back (registering it or waiting for a listed one), in seconds since the
+      epoch by the clock of the host the module runs on. For a worker already healthy, when it was listed so.
+      V(null) in check mode.
+  returned: when O(state=present)
+  type: float
+  sample: 1764675130.5
+healthy_at:
+  description:
+    - When the gateway first listed the worker healthy and C(ready), by the same clock as RV(added_at). V(null) when it
+      did not become healthy.
+  returned: when O(state=present)
+  type: float
+  sample: 1764675133.52
 msg:
   description: What happened, or why it failed.
   returned: always

@@ -183,6 +183,14 @@ options:
       - Not set (the default) returns the whole body.
     type: list
     elements: str
+  metric_names:
+    description:
+      - Names of Prometheus metrics to read from the body of the answer that made the endpoint ready (the Prometheus
+        text format, as a C(/metrics) endpoint serves it), returned in RV(metrics).
+      - A name without a usable sample (absent, or not a finite number) is left out of RV(metrics), never given as 0.
+      - Not set (the default) reads nothing.
+    type: list
+    elements: str
   unit:
     description:
       - Name of the systemd unit that runs the server. Between polls the module reads
@@ -372,6 +380,16 @@ unit_state:
         - Seconds between the start of the unit's main process and the module's return. After a successful wait this
           is the service's time to ready, however late the wait began.
       type: float
+    timestamps:
+      description:
+        - systemd's own moments of the unit, in seconds of the host's C(CLOCK_MONOTONIC) (C(clock) is V(monotonic)),
+          V(null) where systemd has none since boot - C(stop_requested) (C(ActiveExitTimestampMonotonic), the unit
+          left C(active)), C(stopped) (C(InactiveEnterTimestampMonotonic), every process of it gone),
+          C(main_started) (C(ExecMainStartTimestampMonotonic)), C(main_exited) (C(ExecMainExitTimestampMonotonic)).
+        - C(checked) is the moment of the module's return on the same clock (after a successful wait, right after
+          the answer that made it ready), and C(realtime_offset) what to add to any of them for seconds since the
+          epoch by the host's wall clock, read at that moment.
+      type: dict
   sample:
     name: sglang.service
     active_state: activating
@@ -384,6 +402,15 @@ unit_state:
     exec_main_status: 9
     main_exit_seconds_ago: 0.21
     main_start_seconds_ago: 24.7
+    timestamps: {clock: monotonic, stop_requested: 8811.52, stopped: 8815.9, main_started: 8816.01,
+                 main_exited: 8840.5, checked: 8840.71, realtime_offset: 1764666189.2}
+metrics:
+  description:
+    - With O(metric_names), the samples of those metrics in the answer that made the endpoint ready - per name
+      found, a list of C(labels) (a dict) and C(value) (a float).
+  returned: when O(metric_names) is set and the endpoint became ready
+  type: dict
+  sample: {"sglang:startup_time_seconds": [{labels: {model_name: qwen, phase: load_weight}, value: 41.2}]}
 journal:
   description:
     - On failure, the last O(journal_lines) journal lines of the invocation that was running when the wait began.
@@ -419,6 +446,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait impo
     status_hint,
     wait_for_endpoint,
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.prometheus_samples import parse_samples
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import (
     clean_text,
     is_secret_key,
@@ -466,6 +494,7 @@ def build_module():
             consecutive=dict(type="int", default=1),
             json_query=dict(type="str"),
             json_keys=dict(type="list", elements="str", no_log=False),
+            metric_names=dict(type="list", elements="str"),
             unit=dict(type="str"),
             journal_lines=dict(type="int", default=50),
             check_mode_probe=dict(type="bool", default=False),
@@ -547,6 +576,7 @@ class EndpointWaiter(object):
         self.data = None
         self.json_expr = None
         self.watcher = None
+        self.last_answer = None
         self.secrets = known_secrets(self.params)
         # Ansible masks no_log values in everything the module returns, module_args included
         module.no_log_values.update(self.secrets)
@@ -594,8 +624,11 @@ class EndpointWaiter(object):
 
     def probe(self, request_timeout):
         """One request through the shared client: connect, headers and body share one time limit."""
-        return self.client.request(self.method, self.url, data=self.data, headers=self.headers,
-                                   timeout=request_timeout)
+        answer = self.client.request(self.method, self.url, data=self.data, headers=self.headers,
+                                     timeout=request_timeout)
+        # the answer that ends the wait is the last one: metric_names reads its body
+        self.last_answer = answer
+        return answer
 
     def json_check(self, data):
         if data is None:
@@ -615,6 +648,8 @@ class EndpointWaiter(object):
             data = filter_keys(data, self.params["json_keys"])
         if data is not None:
             result["json"] = data
+        if self.params["metric_names"] and result.get("ready") and self.last_answer is not None:
+            result["metrics"] = parse_samples(self.last_answer.get("body"), self.params["metric_names"])
         if self.watcher is not None:
             result["unit_state"] = self.watcher.state()
             result["journal"] = []

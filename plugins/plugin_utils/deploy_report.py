@@ -23,6 +23,12 @@ import re
 from urllib.parse import quote
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import human_bytes
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rotation import (
+    gateway_of as _gateway_of,
+    loop_results as _loop_results,
+    rotation_rows,
+    rotation_stats,
+)
 
 NOT_RUN = "not run"
 
@@ -87,18 +93,6 @@ def _gpu_summary(gpus):
     if not counts:
         return "none"
     return ", ".join("%d x %s (%s)" % (n, name, arch) for (name, arch), n in sorted(counts.items()))
-
-
-def _loop_results(registered):
-    """The per-item results of a looped task's registered variable (none when it was skipped or not run)."""
-    if not isinstance(registered, dict):
-        return []
-    return [r for r in registered.get("results") or [] if isinstance(r, dict) and not r.get("skipped")]
-
-
-def _gateway_of(result):
-    name = result.get(result.get("ansible_loop_var") or "item")
-    return str(name) if name is not None else "?"
 
 
 def gateway_states(taken_out=None, put_back=None):
@@ -197,14 +191,19 @@ def _flag(value):
     return value.strip().lower() in ("true", "yes", "1") if isinstance(value, str) else bool(value)
 
 
-def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=None, plan=None, model=None):
+def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=None, plan=None, model=None,
+                      rotation=None):
     """Return the report dict of one host. Every argument but ``host`` may be ``None``.
 
     ``gateways`` is the list from ``gateway_states`` (empty or ``None``: no gateway was touched this run);
     ``plan`` is the site playbook's ``sglang_plan``; ``model`` the sglang_model role's ``sglang_model_report``
-    (repository, revision, bytes, what was downloaded, read and verified on this host).
+    (repository, revision, bytes, what was downloaded, read and verified on this host); ``rotation`` the record of
+    ``rotation.rotation_record`` (the worker's time out of rotation; ``None`` when it neither left a gateway nor
+    restarted).
     """
     report = {"host": host, "stages": {}}
+    if rotation:
+        report["rotation"] = rotation
     if model:
         report["stages"]["model"] = "staged" if _flag(model.get("changed")) else "verified"
         report["model"] = _model_part(model)
@@ -288,8 +287,9 @@ def host_stats(report):
 
     Plain data only, small and stable, for a workflow node to branch on: the stage verdicts, whether a reboot is
     required, the driver options still pending, the SGLang version, whether SGLang restarted this run and the
-    seconds it took to become ready (``None`` when it did not restart), and the planned changes when the run
-    planned (site.yml).
+    seconds it took to become ready (``None`` when it did not restart), the seconds of each phase out of rotation
+    and SGLang's start-up metrics (``rotation``, when the worker left a gateway or restarted), and the planned
+    changes when the run planned (site.yml).
 
     A later workflow node gets it as extra vars, which Ansible templates: the version is ``None`` unless it is
     shaped like one (:func:`version_text`), and no string can open Jinja (:func:`inert`).
@@ -309,6 +309,8 @@ def host_stats(report):
         stats["planned_changes"] = list(report["plan"].get("changes") or [])
     if sg.get("error"):
         stats["error"] = str(sg["error"])
+    if report.get("rotation"):
+        stats["rotation"] = rotation_stats(report["rotation"])
     spec = _speculative_stats(sg)
     if spec:
         stats["speculative"] = spec
@@ -482,6 +484,7 @@ def host_rows(report):
             rows.append(("Page-cache pre-warm", model["prewarm"]))
     if report.get("gateways"):
         rows.append(("Gateways", "; ".join(_gateway_text(row) for row in report["gateways"])))
+    rows += rotation_rows(report.get("rotation"))
     if "plan" in report:
         rows.append(("Planned changes", "; ".join(report["plan"]["changes"]) or "none"))
     if sg.get("error"):

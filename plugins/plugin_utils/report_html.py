@@ -155,6 +155,16 @@ def p2p_cells(p2p):
     return cells
 
 
+def _timed_phase(name, phase, done):
+    """A restart's stop or start box from the rotation record: its seconds, or why there are none."""
+    seconds = _seconds((phase or {}).get("seconds"))
+    if seconds is None:
+        note = (phase or {}).get("note") or "no time recorded"
+        return (name, "fail" if note.startswith("did not become ready") else "done", "done", "%s (%s)" % (done, note))
+    return (name, "done", _seconds_text(seconds), "%s: %s -> %s, %s" % (
+        done, phase.get("started") or "?", phase.get("ended") or "?", phase.get("clock")))
+
+
 def host_phases(report):
     """``[(phase, state, text, detail)]`` for drain, stop, start, ready and rejoin; ``state`` is ``done``, ``warn``,
     ``fail``, ``skipped`` or ``unknown``."""
@@ -182,8 +192,9 @@ def host_phases(report):
         phases.append(("stop", "unknown", "not run", "SGLang was not part of this run"))
         phases.append(("start", "unknown", "not run", "SGLang was not part of this run"))
     elif sg.get("restarted"):
-        phases.append(("stop", "done", "done", "the old server stopped (no time recorded)"))
-        phases.append(("start", "done", "done", "the new server started (no time recorded)"))
+        rotation = report.get("rotation") or {}
+        phases.append(_timed_phase("stop", rotation.get("stop"), "the old server stopped"))
+        phases.append(_timed_phase("start", rotation.get("start"), "the new server started"))
     elif sg.get("restart_pending"):
         phases.append(("stop", "warn", "pending", "a restart is pending (restart policy)"))
         phases.append(("start", "warn", "pending", "a restart is pending (restart policy)"))

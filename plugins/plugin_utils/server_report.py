@@ -32,6 +32,9 @@ FIELDS = {
     "ready": "whether the server answered its readiness check",
     "time_to_ready": "seconds from the new main process's start to readiness, after a restart",
     "status_history": "the readiness wait's statuses over time",
+    "unit_times": "systemd's moments of the restart on the host's monotonic clock (the readiness wait's "
+                  "unit_state.timestamps), with was_active and ready",
+    "startup_metrics": "SGLang's start-up metrics read from /metrics after a restart (sglang_server_metrics)",
     "smoke": "the smoke test's outcome (passed, failed, skipped, not run ...)",
     "smoke_text": "the text the smoke test's generation returned",
     "p2p": "the GPU peer-to-peer setting the render step chose",

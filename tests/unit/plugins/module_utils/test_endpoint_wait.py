@@ -303,10 +303,11 @@ def test_json_check_not_met_until_deadline_reports_why():
 # --- systemd unit ----------------------------------------------------------------------------
 
 def show(active="active", sub="running", inv="aaa", restarts=0, status=0, exit_us=0, result="success", load="loaded",
-         start_us=0):
+         start_us=0, active_exit_us=0, inactive_enter_us=0):
     return ("LoadState=%s\nActiveState=%s\nSubState=%s\nInvocationID=%s\nNRestarts=%d\nExecMainStatus=%d\n"
             "ExecMainStartTimestampMonotonic=%d\nExecMainExitTimestampMonotonic=%d\nResult=%s\n"
-            % (load, active, sub, inv, restarts, status, start_us, exit_us, result))
+            "ActiveExitTimestampMonotonic=%d\nInactiveEnterTimestampMonotonic=%d\n"
+            % (load, active, sub, inv, restarts, status, start_us, exit_us, result, active_exit_us, inactive_enter_us))
 
 
 class FakeSystemd(object):
@@ -379,6 +380,23 @@ def test_unit_start_age_is_the_time_to_ready():
     watcher.start()
     clock.now += 2.0  # ready detected two seconds after the wait began
     assert watcher.state()["main_start_seconds_ago"] == pytest.approx(43.5)
+
+
+def test_unit_timestamps_are_systemds_own_with_the_wall_clock_offset():
+    clock = FakeClock(1000.0)
+    # stop asked at 900.25 s, old processes gone at 905.5 s, new main process at 906 s (monotonic)
+    fake = FakeSystemd([show(active_exit_us=900_250_000, inactive_enter_us=905_500_000, start_us=906_000_000)])
+    watcher = ew.UnitWatcher("sglang.service", fake, clock=clock, wall=lambda: clock.now + 1.7e9)
+    watcher.start()
+    clock.now += 2.0
+    assert watcher.state()["timestamps"] == {
+        "clock": "monotonic", "stop_requested": 900.25, "stopped": 905.5, "main_started": 906.0, "main_exited": None,
+        "checked": 1002.0, "realtime_offset": 1.7e9}
+    assert "ActiveExitTimestampMonotonic" in fake.calls[0][4] and "InactiveEnterTimestampMonotonic" in fake.calls[0][4]
+    # a unit that never stopped since boot: no stop moments, never 0
+    never = ew.UnitWatcher("u", FakeSystemd([show(start_us=5_000_000)]), clock=clock)
+    never.start()
+    assert never.state()["timestamps"]["stop_requested"] is None and never.state()["timestamps"]["stopped"] is None
 
 
 def test_unit_read_error_raises():

@@ -448,8 +448,8 @@ def params(**over):
     return p
 
 
-def run(fake, clock, check_mode=False, state="absent", **over):
-    change = gw.WorkerChange(fake, params(**over), check_mode=check_mode, clock=clock, sleep=clock.sleep)
+def run(fake, clock, check_mode=False, state="absent", wall=None, **over):
+    change = gw.WorkerChange(fake, params(**over), check_mode=check_mode, clock=clock, sleep=clock.sleep, wall=wall)
     with pytest.raises(gw.Outcome) as exc:
         getattr(change, state)()
     return exc.value
@@ -470,6 +470,30 @@ def test_absent_waits_for_the_gateway_and_then_the_worker():
     first_gone = fake.calls.index("load", 3)
     assert fake.calls[first_gone - 1] == "list" and clock.now >= 1008.0
     assert "drained in 8.0 s (in flight at removal: gateway 2, worker 2; 1 healthy worker(s) left)" in out.msg
+
+
+def test_absent_and_present_stamp_the_timeline_by_the_wall_clock():
+    # the wall clock runs 1.7e9 s ahead of the monotonic one: the stamps must come from the wall clock
+    clock = Clock()
+
+    def wall():
+        return clock.now + 1.7e9
+    fake = FakeGateway(clock, [entry(A, "a", load=2), entry(B, "b")], engine=2, drained_at=1005.0,
+                       engine_zero_at=1008.0)
+    r = run(fake, clock, wall=wall).result
+    assert r["removed_at"] == 1.7e9 + 1000.0 and r["drain_ended_at"] == 1.7e9 + 1008.0
+    fake = FakeGateway(clock, [entry(B, "b")], register_after=2.5)
+    r = run(fake, clock, state="present", wall=wall).result
+    assert r["added_at"] == 1.7e9 + 1008.0 and r["healthy_at"] == 1.7e9 + 1011.0
+    # already healthy: in and healthy at the one listing; never healthy: no healthy_at
+    r = run(FakeGateway(clock, [entry(A, "a"), entry(B, "b")]), clock, state="present", wall=wall).result
+    assert r["added_at"] == r["healthy_at"] == 1.7e9 + clock.now
+    r = run(FakeGateway(clock, [entry(B, "b")], register_after=1e9), clock, state="present", wall=wall,
+            healthy_timeout=4.0).result
+    assert r["added_at"] is not None and r["healthy_at"] is None
+    # nothing removed, nothing stamped
+    r = run(FakeGateway(clock, [entry(B, "b")]), clock, wall=wall).result
+    assert r["removed_at"] is None and r["drain_ended_at"] is None
 
 
 def test_absent_refuses_to_take_the_last_healthy_worker_and_changes_nothing():

@@ -149,6 +149,22 @@ def test_api_key_header_no_log_and_redaction(monkeypatch, clock):
     assert out.result["json"]["max_total_tokens"] == 9
 
 
+def test_metric_names_reads_the_samples_of_the_ready_answer(monkeypatch, clock):
+    text = (b'# TYPE sglang:startup_time_seconds gauge\n'
+            b'sglang:startup_time_seconds{phase="load_weight"} 41.5\nsglang:num_running_reqs 0\n')
+    fetch = FakeFetch(clock, [(503, b"sglang:startup_time_seconds 1\n"), (200, text)])
+    out = run_module(monkeypatch, {"url": "http://127.0.0.1:30000/metrics", "api_key": "sk-secret-1",
+                                   "metric_names": ["sglang:startup_time_seconds", "sglang:weight_load_duration_seconds"]},
+                     fetch)
+    assert isinstance(out, ExitJson) and fetch.calls[-1]["headers"]["Authorization"] == "Bearer sk-secret-1"
+    # the ready answer's samples only; a name it lacks is absent
+    assert out.result["metrics"] == {"sglang:startup_time_seconds": [{"labels": {"phase": "load_weight"},
+                                                                      "value": 41.5}]}
+    # without metric_names nothing is read
+    fetch = FakeFetch(clock, [(200, text)])
+    assert "metrics" not in run_module(monkeypatch, {"url": "http://127.0.0.1:30000/metrics"}, fetch).result
+
+
 def test_json_body_post(monkeypatch, clock):
     fetch = FakeFetch(clock, [(200, b'{"text": "Paris"}')])
     out = run_module(monkeypatch, {"url": "http://127.0.0.1:30000/generate", "method": "post",

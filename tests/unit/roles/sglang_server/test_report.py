@@ -109,6 +109,11 @@ def _task(entry, name):
     raise AssertionError("%s: no task %r" % (entry, name))
 
 
+# the readiness wait's unit_state.timestamps and the /metrics check's samples after a restart
+UNIT_TIMES = {"clock": "monotonic", "stop_requested": 900.0, "stopped": 905.0, "main_started": 906.0,
+              "main_exited": None, "checked": 918.5, "realtime_offset": 1.7e9}
+STARTUP_METRICS = {"sglang:startup_time_seconds": [{"labels": {"phase": "load_weight"}, "value": 8.5}]}
+
 # What the five tasks read, as a converged single-node host that just restarted would have it
 FACTS = {
     "sglang_server_unit_name": "sglang.service", "sglang_server_tp_size": 2, "sglang_server_node_group": "",
@@ -121,7 +126,9 @@ FACTS = {
     "__sglang_server_state": {"probe": {"stdout": "0.5.23\n"}},
     "__sglang_server_info": {"json": {"version": "0.5.23", "speculative_algorithm": "EAGLE"}},
     "__sglang_server_wait": {"ready": True, "status_history": [{"status": 503}, {"status": 200}],
-                             "unit_state": {"main_start_seconds_ago": 12.5}},
+                             "unit_state": {"main_start_seconds_ago": 12.5, "timestamps": UNIT_TIMES}},
+    "__sglang_server_active_state": "active",
+    "__sglang_server_metrics": {"metrics": STARTUP_METRICS},
     "__sglang_server_smoke": {"ready": True, "json": {"text": "Paris"}},
     "__sglang_server_rendered": {"p2p": "on"}, "__sglang_server_spec_disabled": None,
 }
@@ -166,6 +173,11 @@ def test_the_five_places_give_one_shape_with_their_own_values(tmp_path):
     assert deployed["state"] == "serving" and deployed["version"] == "0.5.23"
     assert deployed["speculative_reported"] == "EAGLE" and deployed["time_to_ready"] == 12.5
     assert deployed["smoke"] == "passed" and deployed["smoke_text"] == "Paris"
+    # the restart's systemd moments and SGLang's start-up metrics, for the rotation record
+    assert deployed["unit_times"] == dict(UNIT_TIMES, was_active=True, ready=True)
+    assert deployed["startup_metrics"] == STARTUP_METRICS
+    assert failed["unit_times"] == dict(UNIT_TIMES, was_active=True, ready=True)
+    assert probed["unit_times"] is None and probed["startup_metrics"] is None
     assert deployed["metrics_url"] == "http://127.0.0.1:30000/metrics" and deployed["error"] is None
     assert probed["state"] == "serving" and probed["installed_version"] == "0.5.23"
     assert probed["restarted"] is False and probed["smoke"] == "not run (no change)"
