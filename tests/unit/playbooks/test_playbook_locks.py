@@ -68,13 +68,14 @@ def steps(tasks):
 
 
 def site_plays():
-    """site.yml's imported model staging, plan play, the imported gateway view, the change play, and the imported
-    rejoin play."""
+    """site.yml's imported model staging, plan play, the imported gateway view, the change play, the imported
+    rejoin play and the imported monitoring."""
     plays = load("playbooks", "site.yml")
-    assert len(plays) == 5
+    assert len(plays) == 6
     assert plays[0]["ansible.builtin.import_playbook"] == "plays/model.yml"
     assert plays[2]["ansible.builtin.import_playbook"] == "plays/gateway_view.yml"
     assert plays[4]["ansible.builtin.import_playbook"] == "plays/gateway_rejoin.yml"
+    assert plays[5]["ansible.builtin.import_playbook"] == "monitoring.yml"
     return plays[1], plays[3]
 
 
