@@ -138,8 +138,16 @@ def test_bad_inventory_fails_before_anything_is_written(tmp_path):
 
 
 def test_bad_settings_fail_naming_the_variable(tmp_path):
-    settings = dict(_settings(tmp_path, "/usr/bin/promtool"), sglang_monitoring_prometheus="docker",
-                    sglang_monitoring_targets_dir="file_sd", sglang_monitoring_scrape_interval="15 s",
+    # the argument spec knows the two modes
+    result = _play(tmp_path, INVENTORY, dict(_settings(tmp_path, "/usr/bin/promtool"),
+                                             sglang_monitoring_prometheus="docker"),
+                   [{"ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_monitoring",
+                                                      "tasks_from": "validate"}}])
+    out = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode == 2
+    assert "value of sglang_monitoring_prometheus must be one of: existing, distribution, got: docker" in out
+    settings = dict(_settings(tmp_path, "/usr/bin/promtool"), sglang_monitoring_prometheus="distribution",
+                    sglang_monitoring_write_targets=False, sglang_monitoring_targets_dir="file_sd", sglang_monitoring_scrape_interval="15 s",
                     sglang_monitoring_prometheus_version="latest; rm -rf /",
                     sglang_monitoring_alertmanagers=["am-01.example.internal:9093", "http://am:9093"],
                     sglang_monitoring_node_job="sglang", sglang_monitoring_node_exporter_port=0)
@@ -149,8 +157,7 @@ def test_bad_settings_fail_naming_the_variable(tmp_path):
     out = " ".join((result.stdout + result.stderr).split())
     assert result.returncode == 2, out[-3000:]
     for message in (
-            "sglang_monitoring_prometheus: must be existing (write the target and rule files for your Prometheus) or "
-            "distribution (install Prometheus from the distribution), got \"docker\"",
+            "sglang_monitoring_write_targets: must be true with sglang_monitoring_prometheus: distribution",
             "sglang_monitoring_targets_dir: must be an absolute path",
             "sglang_monitoring_scrape_interval: must be a Prometheus duration above zero",
             "sglang_monitoring_prometheus_version: must be \"\" or a package version",
