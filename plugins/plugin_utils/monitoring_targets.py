@@ -224,7 +224,7 @@ class _Build(object):
                     self.err(self.var(name, field), "%s binds %s, so Prometheus needs an address to reach it: set "
                              "its ansible_host, or gather its facts (default_ipv4%s) in the same play (playbooks/"
                              "monitoring.yml does)" % (_shown(name, 60), bind.compressed,
-                                                        "/default_ipv6" if bind.version == 6 else ""))
+                                                       "/default_ipv6" if bind.version == 6 else ""))
                     return None
         else:
             address, source = bind.compressed, field

@@ -105,7 +105,7 @@ def test_bad_thresholds_and_durations_fail_naming_each_variable(tmp_path):
     # the variables that were left alone are not named
     for name in ("sglang_monitoring_spec_accept_length_for", "sglang_monitoring_gateway_job:",
                  "sglang_monitoring_gpu_xid_fatal_for"):
-        assert name not in out.split("Check the alert thresholds")[-1], name
+        assert name not in out.rsplit("Check the alert thresholds", maxsplit=1)[-1], name
 
 
 @pytest.mark.parametrize("duration", ["0", "0s", "30s", "2m", "1h30m", "1d", "2w", "1y", "500ms", "1h5m10s250ms"])

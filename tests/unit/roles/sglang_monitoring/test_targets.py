@@ -105,8 +105,8 @@ def test_existing_prometheus_gets_target_and_rule_files_idempotently(tmp_path):
 
     # a new host in the inventory: only the file of its job changes
     grown = json.loads(json.dumps(INVENTORY))
-    grown["all"]["children"]["sglang_servers"]["hosts"]["gpu-node-04"] = {"ansible_host": "10.0.0.4",
-                                                                         "sglang_server_host": "0.0.0.0"}
+    grown["all"]["children"]["sglang_servers"]["hosts"]["gpu-node-04"] = {
+        "ansible_host": "10.0.0.4", "sglang_server_host": "0.0.0.0"}
     before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "file_sd").iterdir()}
     third = _play(tmp_path, grown, settings, ROLE_TASKS)
     assert third.returncode == 0 and "changed=1" in third.stdout, third.stdout[-3000:]
