@@ -90,7 +90,7 @@ def test_site_stages_the_model_on_every_host_at_once_before_the_plan():
     # the download (included only on the hosts that lack the revision) is throttled; the check in the store is not
     (stage,) = [t for t in load("roles", "sglang_model", "tasks", "fetch.yml") if "llmserve.sglang.model_stage" in t]
     assert stage["throttle"] == "{{ sglang_model_stage_throttle | int }}"
-    (check,) = [t for t in load("roles", "sglang_model", "tasks", "resolve.yml") if "llmserve.sglang.model_stage" in t]
+    (check,) = [t for t in load("roles", "sglang_model", "tasks", "check.yml") if "llmserve.sglang.model_stage" in t]
     assert check["llmserve.sglang.model_stage"]["fetch"] is False and "throttle" not in check
 
 
@@ -181,7 +181,11 @@ def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
 
 
 def test_site_drains_through_the_gateways_only_around_a_restart():
-    assert_, out, renew = rollout_tasks("drain")
+    assert_, prewarm, out, renew = rollout_tasks("drain")
+    # then, while the host still serves: the weights into the page cache (not before a planned reboot)
+    assert prewarm["ansible.builtin.include_role"] == {"name": "llmserve.sglang.sglang_server", "tasks_from": "prewarm",
+                                                       "apply": {"tags": ["always"]}}
+    assert prewarm["when"] == ["sglang_rollout_restarts | bool", "(nvidia_driver_plan.apply | default('none')) != 'reboot'"]
     assert "sglang_rollout_max_unavailable" in assert_["ansible.builtin.assert"]["that"]
     assert "sglang_rollout_serial" in assert_["ansible.builtin.assert"]["that"]
     assert assert_["when"] == "__sglang_rollout_gateways | length > 0"
@@ -301,7 +305,8 @@ def test_restart_drains_renews_restarts_and_puts_back():
     assert steps(restart["tasks"]) == ["rollout:begin(restart_batch)", "rollout:drain", "rollout:renew(restart)",
                                        "sglang_server:restart", "rollout:rejoin", "rollout:end"]
     (drain,) = [t for t in flatten(restart["tasks"]) if role_of(t) == "rollout:drain"]
-    assert drain["vars"] == {"sglang_rollout_hold_phase": "restart_batch"}, "the hold lasts the whole batch"
+    # the hold lasts the whole batch; the weights are read into the page cache before the drain
+    assert drain["vars"] == {"sglang_rollout_hold_phase": "restart_batch", "sglang_rollout_restarts": True}
     (renew,) = [t for t in flatten(restart["tasks"]) if role_of(t) == "rollout:renew"]
     assert "when" not in renew, "the restart always comes right after a renewal"
     assert restart["max_fail_percentage"] == "{{ sglang_rollout_max_fail_percentage }}"

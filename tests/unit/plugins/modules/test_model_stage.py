@@ -457,7 +457,7 @@ def test_two_runs_staging_one_revision_at_once_download_it_once(monkeypatch, tmp
         second = stage(monkeypatch, slow, store)
     finally:
         release.cancel()
-        _, status = os.waitpid(pid, 0)
+        status = os.waitpid(pid, 0)[1]
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert isinstance(second, ExitJson), second.result
     # the second run found the revision published by the first and verified it in place
