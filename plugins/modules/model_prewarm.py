@@ -38,6 +38,14 @@ options:
         C(MemAvailable); a larger whole number is bytes.
     type: raw
     default: 0.2
+  missing:
+    description:
+      - What a missing O(path) (or one that is not a directory) does. V(fail) fails the task; V(skip) reads nothing
+        and says so in RV(note), for a caller that pre-warms whatever is there (the drain before a restart; the
+        model may be a hub id SGLang downloads itself, or a stand-in that loads no weights).
+    type: str
+    choices: [fail, skip]
+    default: fail
   meminfo:
     description: The file to read C(MemAvailable) from (tests).
     type: path
@@ -162,12 +170,16 @@ def main():
             path=dict(type="path", required=True),
             mode=dict(type="str", choices=["auto", "always"], default="auto"),
             margin=dict(type="raw", default=0.2),
+            missing=dict(type="str", choices=["fail", "skip"], default="fail"),
             meminfo=dict(type="path", default="/proc/meminfo"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     if not os.path.isdir(p["path"]) or os.path.islink(p["path"]):
+        if p["missing"] == "skip":
+            module.exit_json(changed=False, warmed=False, bytes=0, bytes_read=0, mem_available=None, seconds=0.0,
+                             note="%s is not a directory on the host: nothing read" % p["path"])
         module.fail_json(msg="%s is not a directory (the revision to pre-warm)" % p["path"])
     try:
         files = regular_files(p["path"])

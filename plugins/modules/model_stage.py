@@ -545,7 +545,8 @@ class Stager(object):
     # --- the revision in place ---------------------------------------------------------------
 
     def record_manifest(self, state, origin):
-        """The manifest from a record (``read_state``) of the hub's hashes, policy checked; None when it is not one."""
+        """The manifest from a record (``read_state``) of the hub's hashes; None when it is not one. The refusals are
+        made on it after the files are verified (``_run``)."""
         if origin != "hub" or not state:
             return None
         return manifest_from_state(state)
@@ -735,20 +736,20 @@ class Stager(object):
         # under the lock: a revision another run published while this one waited is verified, not fetched again
         if os.path.isdir(self.rev) and not os.path.islink(self.rev):
             state, origin = read_state(self.state_path)
-            if self.params["source"] == "hub" and not self.manifest:
-                # only with fetch=false (prepare refuses it otherwise): the record stands in for the hub
+            # only with fetch=false (prepare refuses it otherwise): the record stands in for the hub
+            from_record = self.params["source"] == "hub" and not self.manifest
+            if from_record:
                 self.manifest = self.record_manifest(state, origin)
                 if self.manifest is None:
                     self.result.update(needs_manifest=True, msg="%s@%s is in place at %s, but no record of the hub's "
                                        "hashes is; the hub's manifest is needed to verify it"
                                        % (self.repo, self.commit, _show(self.rev)))
                     return self.result
-                msg = self.check_published(state, origin)
+            msg = self.check_published(state, origin)
+            if from_record:
                 # the inventory may have withdrawn an allowance since: held to it once the files are known to be
                 # the recorded ones (a file missing from the revision is named as such above, not as a refusal)
                 self._refuse_by_policy(self.manifest)
-            else:
-                msg = self.check_published(state, origin)
         elif os.path.lexists(self.rev):
             raise StageError("%s is not a directory; move it away" % _show(self.rev))
         elif not self.params["fetch"]:

@@ -319,7 +319,7 @@ def host_stats(report):
     return inert(stats)
 
 
-def _number_or_none(value):
+def finite_number(value):
     """``value`` as a finite ``float`` when it is a number or a numeric string, else ``None`` (never text)."""
     if isinstance(value, bool) or value is None:
         return None
@@ -332,7 +332,7 @@ def _number_or_none(value):
 
 def _count_or_none(value):
     """``value`` as an ``int`` when it is a whole finite number, else ``None``."""
-    number = _number_or_none(value)
+    number = finite_number(value)
     return int(number) if number is not None and number.is_integer() else None
 
 
@@ -353,10 +353,10 @@ def _speculative_stats(sg):
     return {
         "verdict": _text_or_none(check.get("verdict")),
         "action": _text_or_none(check.get("action")),
-        "accept_length": _number_or_none(check.get("accept_length")),
+        "accept_length": finite_number(check.get("accept_length")),
         "accept_length_source": _text_or_none(check.get("accept_length_source")),
-        "min_accept_length": _number_or_none(check.get("min_accept_length")),
-        "decode_tokens_per_s": _number_or_none(check.get("decode_tokens_per_s")),
+        "min_accept_length": finite_number(check.get("min_accept_length")),
+        "decode_tokens_per_s": finite_number(check.get("decode_tokens_per_s")),
         "prompt_tokens": [_count_or_none(t) for t in check.get("prompt_tokens") or []],
         "attention_backend": _text_or_none(chosen.get("attention_backend")),
         "page_size": _count_or_none(chosen.get("page_size")),

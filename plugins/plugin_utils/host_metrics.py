@@ -22,9 +22,8 @@ repository and revision. No URL, no error text, no setting (nothing that could c
 
 from __future__ import annotations
 
-import math
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import NOT_RUN, version_text
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import NOT_RUN, finite_number, version_text
 
 HELP = {
     "llmserve_gpu_xid_events": "NVIDIA Xid events of this boot's kernel log per GPU (PCI address), Xid code "
@@ -59,16 +58,6 @@ def _sample(name, value, **labels):
     return sample
 
 
-def _finite(value):
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def gpu_metrics(report):
     """The ``gpu`` part; empty when the preflight did not run in this report."""
     stage = (report.get("stages") or {}).get("preflight", NOT_RUN)
@@ -91,7 +80,7 @@ def run_metrics(report, success, ended):
     """The ``run`` part: ``success`` (bool) and ``ended`` (Unix time) of this host's run, and what it deployed."""
     if not isinstance(success, bool):
         raise ValueError("success must be true or false (did this host's run succeed), got %r" % (success,))
-    end = _finite(ended)
+    end = finite_number(ended)
     if end is None or end < 0:
         raise ValueError("ended must be the Unix time the run ended, got %r" % (ended,))
     sg = report.get("sglang") or {}
@@ -105,7 +94,7 @@ def run_metrics(report, success, ended):
         samples.append(_sample("llmserve_sglang_info", 1, version=version or "",
                                model=str(model.get("repo") or model.get("path") or ""),
                                revision=str(model.get("revision") or "")))
-    accept = _finite((sg.get("speculative_check") or {}).get("accept_length"))
+    accept = finite_number((sg.get("speculative_check") or {}).get("accept_length"))
     if accept is not None:
         samples.append(_sample("llmserve_mtp_accept_length", accept))
     return samples

@@ -21,9 +21,8 @@ happened, not when.
 from __future__ import annotations
 
 import html
-import math
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import NOT_RUN, host_rows
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import NOT_RUN, finite_number, host_rows
 
 PHASES = ("drain", "stop", "start", "ready", "rejoin")
 
@@ -80,13 +79,8 @@ def _e(value):
 
 
 def _seconds(value):
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if math.isfinite(number) and number >= 0 else None
+    number = finite_number(value)
+    return number if number is not None and number >= 0 else None
 
 
 def _seconds_text(value):

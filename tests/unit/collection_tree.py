@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -16,3 +19,17 @@ def collections_path():
     if not tree or not os.path.isdir(os.path.join(tree, "ansible_collections", "llmserve", "sglang")):
         pytest.skip("collection link tree not found (run from the repository root, which has the conftest)")
     return tree
+
+
+def run_playbook(tmp_path, plays, *args, timeout=300):
+    """Write ``plays`` to ``tmp_path/play.yml`` and run ``ansible-playbook -v`` on localhost (connection local, this
+    interpreter, the collection tree, a private ANSIBLE_HOME) with ``args`` added; the CompletedProcess."""
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(json.dumps(plays))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
+               ANSIBLE_HOME=str(tmp_path / "home"))
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v", "-i",
+                           "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable]
+                          + list(args) + [str(playbook)],
+                          capture_output=True, text=True, env=env, check=False, timeout=timeout)

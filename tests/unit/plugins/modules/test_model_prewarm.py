@@ -104,6 +104,12 @@ def test_a_missing_directory_fails(tmp_path):
     assert "is not a directory" in exc.value.result["msg"]
 
 
+def test_a_missing_directory_is_skipped_when_asked(tmp_path):
+    result = run({"path": str(tmp_path / "nope"), "missing": "skip", "mode": "always"})
+    assert result["warmed"] is False and result["bytes_read"] == 0 and result["changed"] is False
+    assert result["note"] == "%s is not a directory on the host: nothing read" % (tmp_path / "nope")
+
+
 @pytest.mark.parametrize("margin, available, keep", [(0.2, 1000, 200), (1, 1000, 1000), (0, 1000, 0), (4096, 1000, 4096)])
 def test_margin_bytes(margin, available, keep):
     assert mod.margin_bytes(margin, available) == keep

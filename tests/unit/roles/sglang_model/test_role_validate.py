@@ -6,17 +6,14 @@ sglang_server serves the verified revision by default."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path as _collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_playbook
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -27,15 +24,8 @@ def _play(tmp_path, settings, tasks_from=None):
     role = {"name": "llmserve.sglang.sglang_model"}
     if tasks_from:
         role["tasks_from"] = tasks_from
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "vars": settings,
-                                     "tasks": [{"ansible.builtin.include_role": role}]}]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_HOME=str(tmp_path / "home"))
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v", "-i",
-                           "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable,
-                           str(playbook)], capture_output=True, text=True, env=env, check=False, timeout=300)
+    return run_playbook(tmp_path, [{"hosts": "localhost", "gather_facts": False, "vars": settings,
+                                    "tasks": [{"ansible.builtin.include_role": role}]}])
 
 
 def _settings(tmp_path, **overrides):

@@ -7,14 +7,12 @@ carries every alert with the variables' values; the live file is only replaced b
 from __future__ import annotations
 
 import glob
-import json
 import os
 import subprocess
-import sys
 
 import pytest
 import yaml
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path as _collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_playbook
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_monitoring")
@@ -26,15 +24,7 @@ PROMTOOL = sorted(glob.glob(os.path.join(os.environ.get("LLMSERVE_CACHE", "/var/
 
 
 def _play(tmp_path, settings, tasks):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "vars": settings,
-                                     "tasks": tasks}]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_HOME=str(tmp_path / "home"))
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v", "-i",
-                           "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable,
-                           str(playbook)], capture_output=True, text=True, env=env, check=False, timeout=300)
+    return run_playbook(tmp_path, [{"hosts": "localhost", "gather_facts": False, "vars": settings, "tasks": tasks}])
 
 
 def _validate(tmp_path, settings):

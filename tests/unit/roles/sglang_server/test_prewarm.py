@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-import yaml
 
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_playbook
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
@@ -27,15 +24,8 @@ def _run(tmp_path, extra):
         {"name": "Keep the result", "ansible.builtin.copy": {
             "dest": str(tmp_path / "result.json"),
             "content": "{{ sglang_server_prewarm_result | default(None) | to_json }}"}}]}]
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     (tmp_path / "vars.json").write_text(json.dumps(extra))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                           "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable,
-                           "-e", "@" + str(tmp_path / "vars.json"), str(tmp_path / "play.yml")],
-                          capture_output=True, text=True, env=env, check=False, timeout=180)
+    proc = run_playbook(tmp_path, play, "-e", "@" + str(tmp_path / "vars.json"), timeout=180)
     out = proc.stdout + proc.stderr
     path = tmp_path / "result.json"
     result = json.loads(path.read_text()) if path.exists() else None
@@ -86,8 +76,10 @@ def test_a_revision_the_model_role_read_in_this_run_is_not_read_again(tmp_path, 
     assert rc == 0 and result["warmed"] is True, out
 
 
-def test_a_missing_model_directory_fails_before_the_host_leaves_rotation(tmp_path):
-    rc, _result, out = _run(tmp_path, {"sglang_rollout_restarts": True,
-                                       "sglang_server_model_path": str(tmp_path / "absent")})
-    assert rc != 0
-    assert "is not a directory" in out and "Take the host out of the gateways" not in out
+def test_a_missing_model_directory_is_noted_not_refused(tmp_path):
+    # a stand-in engine or a model SGLang fetches itself has no directory here; the restart proves whether it loads
+    rc, result, out = _run(tmp_path, {"sglang_rollout_restarts": True,
+                                      "sglang_server_model_path": str(tmp_path / "absent")})
+    assert rc == 0, out
+    assert result["warmed"] is False and result["bytes_read"] == 0
+    assert result["note"] == "%s is not a directory on the host: nothing read" % (tmp_path / "absent")
