@@ -9,6 +9,8 @@ The input ``cfg`` is what the role collects on the controller::
     prometheus      {"name": <inventory name of the Prometheus host>, "ansible_host": <its ansible_host or "">}
     servers_group   inventory group of the SGLang servers (sglang_monitoring_servers_group)
     gateways_group  inventory group of the smg gateways (sglang_monitoring_gateways_group)
+    node_exporters_group  inventory group of the hosts that get the role's node exporter
+                    (sglang_monitoring_node_exporters_group; optional)
     jobs            {"sglang": <job name>, "gateway": <job name>, "node": <job name>}
     groups          the inventory's groups (name -> list of host names)
     hosts           inventory name -> that host's variables (only the ones below; a missing one takes the
@@ -34,7 +36,8 @@ What the targets are:
 * job ``sglang_gateway``: the metrics port of every host of the gateways group (``sglang_gateway_metrics_host``,
   else ``sglang_gateway_host``; ``sglang_gateway_metrics_port``).
 * job ``node``: every inventory host with ``sglang_monitoring_node_exporter: true``, at its ``ansible_host`` (else
-  its inventory name) and ``sglang_monitoring_node_exporter_port``.
+  its inventory name) and ``sglang_monitoring_node_exporter_port``. Unset, ``sglang_monitoring_node_exporter`` is
+  true for the hosts of the node exporters group (the role installs a node exporter there).
 
 A wildcard bind (``0.0.0.0``, ``::``) is reached at the host's ``ansible_host``, else at the default address of its
 gathered facts; a loopback bind only from Prometheus on the same host. Labels (a label without a value is left out):
@@ -280,7 +283,7 @@ class _Build(object):
         else:
             self._servers(sorted(set(servers)))
         self._gateways(sorted(set(gateways)), routed_by)
-        self._node_exporters(routed_by, set(gateways))
+        self._node_exporters(routed_by, set(gateways), set(self.group(self.cfg.get("node_exporters_group"))))
         for job in self.targets:
             self.targets[job].sort(key=lambda entry: (entry["labels"].get("host", ""), entry["targets"][0]))
 
@@ -411,10 +414,12 @@ class _Build(object):
                       {"host": name, "gateway": name})
             self.counts["gateways"] += 1
 
-    def _node_exporters(self, routed_by, gateways):
+    def _node_exporters(self, routed_by, gateways, installed):
         job = self.jobs.get("node", "node")
         for name in sorted(self.hosts):
-            if not isinstance(name, str) or not self._bool(name, "sglang_monitoring_node_exporter", False):
+            if not isinstance(name, str):
+                continue
+            if not self._bool(name, "sglang_monitoring_node_exporter", name in installed):
                 continue
             hv = self.hv(name)
             field = "ansible_host" if not blank(hv.get("ansible_host")) else "inventory_hostname"

@@ -30,8 +30,10 @@ def test_site_ends_with_the_monitoring_and_it_touches_only_its_group():
     assert site[-1]["ansible.builtin.import_playbook"] == "monitoring.yml"
     with open(os.path.join(ROOT, "playbooks", "monitoring.yml"), encoding="utf-8") as handle:
         plays = yaml.safe_load(handle)
-    assert [play["hosts"] for play in plays] == ["sglang_monitoring"]
-    (facts,) = [task for task in plays[0]["tasks"] if "ansible.builtin.setup" in task]
+    assert [play["hosts"] for play in plays][1:] == ["sglang_monitoring"]
+    # the node exporter play: only the hosts of its group (tested below)
+    assert plays[0]["hosts"] == "{{ sglang_monitoring_node_exporters_group | default('sglang_node_exporters') }}"
+    (facts,) = [task for task in plays[1]["tasks"] if "ansible.builtin.setup" in task]
     # read-only network facts, only of the hosts Prometheus has no address for
     assert facts["ansible.builtin.setup"] == {"gather_subset": ["!all", "!min", "network"]}
     assert facts["delegate_facts"] is True and facts["run_once"] is True
@@ -43,6 +45,20 @@ def test_an_inventory_without_the_group_matches_no_host(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "skipping: no hosts matched" in result.stdout
     assert "TASK [" not in result.stdout
+
+
+def test_the_node_exporter_play_runs_on_its_group_only(tmp_path):
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"gpu-c": {}}, "children": {"sglang_node_exporters": {
+        "hosts": {"gpu-a": {}, "gpu-d": {"sglang_monitoring_node_exporter_textfile_dir": "textfiles"}}}}}}))
+    # the controller-side check only: it fails gpu-d's relative directory, nothing is contacted
+    result = _run(tmp_path, ["-i", str(inventory), "-e", "ansible_connection=local", "--tags",
+                             "sglang_monitoring_validate", "monitoring.yml"])
+    out = result.stdout
+    assert result.returncode == 2, out[-4000:] + result.stderr[-2000:]
+    assert "skipping: [gpu-a]" in out and "fatal: [gpu-d]" in out
+    assert "sglang_monitoring_node_exporter_textfile_dir: must be an absolute path" in out
+    assert "gpu-c" not in out
 
 
 def test_the_example_inventory_gives_its_targets(tmp_path):

@@ -133,6 +133,21 @@ def test_node_exporters_only_where_the_inventory_says_so():
                                                   "served_model_name": "qwen", "rank": "0", "gateway": "gw"}}]
 
 
+def test_the_hosts_that_get_the_roles_node_exporter_are_targets_unless_they_say_otherwise():
+    hosts = {"w1": _server("10.0.0.1", ansible_host="10.0.0.1"),
+             "w2": _server("10.0.0.2", ansible_host="10.0.0.2", sglang_monitoring_node_exporter=False),
+             "w3": _server("10.0.0.3", ansible_host="10.0.0.3"),
+             "w4": _server("10.0.0.4", ansible_host="10.0.0.4", sglang_monitoring_node_exporter=True)}
+    groups = {"sglang_servers": ["w1", "w2", "w3", "w4"], "sglang_node_exporters": ["w1", "w2"]}
+    cfg = dict(_cfg(hosts, groups), node_exporters_group="sglang_node_exporters")
+    result = mt.build_targets(cfg)
+    assert result["errors"] == []
+    assert [entry["targets"] for entry in result["targets"]["node"]] == [["10.0.0.1:9100"], ["10.0.0.4:9100"]]
+    # without the group in the configuration, only the host variable counts
+    assert [entry["targets"] for entry in mt.build_targets(_cfg(hosts, groups))["targets"]["node"]] == [
+        ["10.0.0.4:9100"]]
+
+
 def test_tls_servers_are_scraped_over_https_and_ipv6_is_bracketed():
     hosts = {"w1": _server("::", ansible_host="fd00::11", sglang_server_args={"ssl-certfile": "/etc/s/t.crt",
                                                                               "ssl_keyfile": "/etc/s/t.key"})}
