@@ -27,7 +27,7 @@ HOSTS := source tools/hosts/testhosts.sh
 # Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
 # Longest first: they are dealt out to two parallel lanes (tools/molecule_lanes.sh).
 # `fleet` is not among them (about 25 min alone on 2 cores): make bench runs it, `make molecule S=fleet` too.
-SCENARIOS ?= multinode default model engine monitoring hardening preflight driver wait
+SCENARIOS ?= multinode default model engine hardening monitoring preflight driver wait
 S ?= $(SCENARIOS)
 
 # Every ansible/molecule call sees the checkout as llmserve.sglang and no injected fact vars.
