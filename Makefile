@@ -27,7 +27,7 @@ HOSTS := source tools/hosts/testhosts.sh
 # Scenarios in the order `make test` runs them; `make molecule S=name` runs one.
 # Longest first: they are dealt out to two parallel lanes (tools/molecule_lanes.sh).
 # `fleet` is not among them (about 25 min alone on 2 cores): make bench runs it, `make molecule S=fleet` too.
-SCENARIOS ?= multinode default model engine hardening preflight driver wait
+SCENARIOS ?= multinode default model engine hardening monitoring preflight driver wait
 S ?= $(SCENARIOS)
 
 # Every ansible/molecule call sees the checkout as llmserve.sglang and no injected fact vars.
@@ -148,7 +148,7 @@ wheelhouse-standin:
 	@mkdir -p $(LLMSERVE_CACHE)/wheelhouse/standin; rm -f $(LLMSERVE_CACHE)/wheelhouse/standin/*.whl; \
 	  bash tools/standin/build_wheel.sh $(LLMSERVE_CACHE)/wheelhouse/standin >/dev/null
 
-molecule: venv hosts fixtures wheelhouse-standin engine-assets model-assets
+molecule: venv hosts fixtures wheelhouse-standin engine-assets gateway-assets model-assets
 	@$(RUN) $(HOSTS); th_teardown $(S); trap 'th_teardown $(S)' EXIT; \
 	  for s in $(S); do rm -f $(LLMSERVE_CACHE)/molecule-logs/molecule-$$s.result; done; \
 	  bash tools/molecule_lanes.sh $(LLMSERVE_CACHE)/molecule-logs $(S)

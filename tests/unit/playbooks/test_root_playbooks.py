@@ -17,7 +17,7 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BIN = os.path.dirname(sys.executable)
-OPERATOR_PLAYBOOKS = ("site", "preflight", "restart", "rollback", "gateway")
+OPERATOR_PLAYBOOKS = ("site", "preflight", "restart", "rollback", "gateway", "monitoring")
 
 
 def run(args, tmp_path, collections_path):

@@ -176,7 +176,8 @@ def test_the_live_file_is_only_replaced_by_one_promtool_accepts(tmp_path):
     role = [{"ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_monitoring"}},
             {"ansible.builtin.debug": {"msg": "RESULT {{ {'changed': sglang_monitoring_rules_changed,"
                                               " 'backup': sglang_monitoring_backup_file} | to_json }}"}}]
-    base = {"sglang_monitoring_rules_dir": str(rules_dir), "sglang_monitoring_reload": False}
+    base = {"sglang_monitoring_rules_dir": str(rules_dir), "sglang_monitoring_reload": False,
+            "sglang_monitoring_write_targets": False}
 
     first = _play(tmp_path, dict(base, sglang_monitoring_promtool=str(accept)), role)
     assert first.returncode == 0, first.stdout[-3000:]
