@@ -2,9 +2,10 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters of the sglang_monitoring role: Prometheus scrape targets from the inventory.
+"""Filters of the sglang_monitoring role: Prometheus scrape targets from the inventory, the role's configuration rules.
 
-The logic lives in ``plugin_utils/monitoring_targets.py``; this file only adapts it to Jinja. Documentation: one
+The logic lives in ``plugin_utils/monitoring_targets.py`` and ``plugin_utils/monitoring_config.py``; this file only
+adapts it to Jinja. Documentation: one
 ``<filter name>.yml`` next to it per filter.
 """
 
@@ -25,10 +26,28 @@ def sglang_monitoring_targets(cfg):
     return build_targets(cfg)
 
 
+def sglang_monitoring_problems(settings, entry_point="main"):
+    """Every broken configuration rule of an entry point (main or node_exporter), one message each."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.monitoring_config import (
+        config_problems, node_exporter_problems)
+
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError("sglang_monitoring_problems: the input must be a dict, got %s" % type(settings).__name__)
+    checks = {"main": config_problems, "node_exporter": node_exporter_problems}
+    if entry_point not in checks:
+        raise AnsibleFilterError("sglang_monitoring_problems: the entry point must be main or node_exporter, got %r"
+                                 % (entry_point,))
+    try:
+        return checks[entry_point](settings)
+    except ValueError as exc:
+        raise AnsibleFilterError("sglang_monitoring_problems: %s" % exc)
+
+
 class FilterModule(object):
     """sglang_monitoring filters."""
 
     def filters(self):
         return {
+            "sglang_monitoring_problems": sglang_monitoring_problems,
             "sglang_monitoring_targets": sglang_monitoring_targets,
         }

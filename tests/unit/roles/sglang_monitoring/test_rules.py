@@ -104,6 +104,14 @@ def test_every_form_of_the_duration_grammar_passes(tmp_path, duration):
     assert result.returncode == 0, result.stdout[-2000:]
 
 
+def test_a_duration_with_a_trailing_newline_is_refused(tmp_path):
+    # a regular expression ending in $ also matches before a final newline; the rule file would carry the newline
+    result = _validate(tmp_path, {"sglang_monitoring_worker_down_for": "30s\n"})
+    assert result.returncode != 0
+    assert 'sglang_monitoring_worker_down_for: must be a Prometheus duration such as 0s, 30s, 2m or 1h30m' \
+        in result.stdout, result.stdout[-2000:]
+
+
 def test_the_rule_file_has_every_alert_with_the_default_values(tmp_path):
     path = _render(tmp_path, {})
     text = path.read_text()
