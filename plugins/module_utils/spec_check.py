@@ -31,12 +31,10 @@ Where each number comes from in SGLang 0.5.23 (python/sglang/srt/...):
 from __future__ import annotations
 
 import math
-import re
+
+from ansible_collections.llmserve.sglang.plugins.module_utils.prometheus_samples import parse_samples
 
 SPEC_GAUGES = ("sglang:spec_accept_length", "sglang:spec_accept_rate", "sglang:spec_num_steps")
-
-# one sample line of the Prometheus text format: name{labels} value [timestamp]
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+\S+)?\s*$')
 
 # the resolved server arguments the report shows next to what the inventory asked for
 SERVER_KEYS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
@@ -55,21 +53,8 @@ def _number(value):
 def parse_gauges(text, names=SPEC_GAUGES):
     """``{name: mean over its series}`` for each of ``names`` found in Prometheus text (tensor-parallel ranks
     report the same gauge once each; their mean is the server's figure). Unparsable lines are skipped."""
-    found = {}
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _SAMPLE.match(line)
-        if not match or match.group(1) not in names:
-            continue
-        try:
-            value = float(match.group(3))
-        except ValueError:
-            continue
-        if math.isfinite(value):
-            found.setdefault(match.group(1), []).append(value)
-    return {name: round(sum(values) / len(values), 4) for name, values in found.items()}
+    return {name: round(sum(sample["value"] for sample in samples) / len(samples), 4)
+            for name, samples in parse_samples(text, names).items()}
 
 
 def summarise_requests(answers):

@@ -18,7 +18,6 @@ artifacts that later workflow nodes get as extra vars).
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from urllib.parse import quote
 
@@ -29,6 +28,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.rotation import (
     rotation_rows,
     rotation_stats,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import finite_number
 
 NOT_RUN = "not run"
 
@@ -319,17 +319,6 @@ def host_stats(report):
         stats["model"] = {key: model.get(key) for key in ("repo", "revision", "bytes", "downloaded_bytes",
                                                           "bytes_read", "verified", "staged")}
     return inert(stats)
-
-
-def finite_number(value):
-    """``value`` as a finite ``float`` when it is a number or a numeric string, else ``None`` (never text)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _count_or_none(value):

@@ -172,7 +172,7 @@ def _describe(value):
     return "%s %s" % (type(value).__name__, _shown(repr(value)))
 
 
-def _ip(text):
+def ip_literal(text):
     """``ipaddress`` object for an IP literal (no brackets, no zone), or None."""
     if not isinstance(text, str) or "%" in text:
         return None
@@ -237,7 +237,7 @@ def resolver_address(text):
 
 def url_host(address):
     """``address`` as the host part of a URL: IPv6 compressed and bracketed, names lower-cased."""
-    parsed = _ip(address)
+    parsed = ip_literal(address)
     if parsed is None:
         return address.rstrip(".").lower()
     if parsed.version == 6:
@@ -266,7 +266,7 @@ def _endpoint_host(endpoint):
 
 def probe_address(host):
     """Where the role itself reaches a listener bound to ``host``: loopback for a wildcard bind."""
-    parsed = _ip(host)
+    parsed = ip_literal(host)
     if parsed is not None and parsed.is_unspecified:
         return "127.0.0.1" if parsed.version == 4 else "::1"
     return host
@@ -335,7 +335,7 @@ class _Check(object):
         text = self._text(key, required=required)
         if text is None:
             return None
-        parsed = _ip(text)
+        parsed = ip_literal(text)
         if parsed is None:
             self.err(PREFIX + key, "must be an IP address (smg binds it; no host name, brackets or zone), got %r"
                      % _shown(text))
@@ -600,11 +600,11 @@ class _Check(object):
         host = worker.get("host")
         if blank(host):
             host = WORKER_DEFAULT_HOST
-        if not isinstance(host, str) or _ip(host) is None:
+        if not isinstance(host, str) or ip_literal(host) is None:
             self.err(var("sglang_server_host"), "must be an IP address (the worker binds it), got %s"
                      % _describe(host))
             return None
-        bind = _ip(host)
+        bind = ip_literal(host)
         port = worker.get("port")
         port = WORKER_DEFAULT_PORT if port is None or (isinstance(port, str) and not port.strip()) else _as_int(port)
         if port is _UNSET or not 1 <= port <= 65535:
@@ -663,7 +663,7 @@ class _Check(object):
             value = worker.get(key)
             if blank(value):
                 continue
-            parsed = resolver_address(value) if _ip(value) is not None else None
+            parsed = resolver_address(value) if ip_literal(value) is not None else None
             if parsed is None:
                 self.err(var(fact), "must be an IP address, got %s" % _describe(value))
                 return None
@@ -716,7 +716,7 @@ class _Check(object):
         if admin is not None and key is not None and admin == key:
             self.err(PREFIX + "admin_api_key", "must differ from the workers' API key (values not shown): every "
                      "client of the gateway holds that one, and the control plane would be theirs")
-        host = _ip(self.top.get("host") or "")
+        host = ip_literal(self.top.get("host") or "")
         if key is None and host is not None and not host.is_loopback:
             if self.top.get("allow_unauthenticated"):
                 self.warn(PREFIX + "host", "%s serves the models to anyone who reaches it, without an API key "
@@ -729,7 +729,7 @@ class _Check(object):
         if host is not None and not host.is_loopback and self.top.get("tls_cert_path") is None:
             self.warn(PREFIX + "tls_cert_path", "clients send their API key to %s over plain HTTP; give the gateway a "
                       "certificate or keep it on a trusted network" % host.compressed)
-        metrics = _ip(self.top.get("metrics_host") or "")
+        metrics = ip_literal(self.top.get("metrics_host") or "")
         if metrics is not None and not metrics.is_loopback:
             self.warn(PREFIX + "metrics_host", "the Prometheus endpoint on %s answers anyone without authentication "
                       "(worker URLs, request counts)" % metrics.compressed)

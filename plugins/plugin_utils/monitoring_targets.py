@@ -54,10 +54,9 @@ Standard library only (controller side).
 
 from __future__ import annotations
 
-import ipaddress
 import re
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import resolver_address, url_host
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import ip_literal, resolver_address, url_host
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common import normalise_flag_name
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_service import serves_tls
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import control_problem, printable
@@ -92,16 +91,6 @@ def _describe(value):
     if value is None:
         return "null"
     return "%s %s" % (type(value).__name__, _shown(repr(value)))
-
-
-def _ip(text):
-    """``ipaddress`` object of an IP literal (no brackets, no zone), or None."""
-    if not isinstance(text, str) or "%" in text:
-        return None
-    try:
-        return ipaddress.ip_address(text.strip())
-    except ValueError:
-        return None
 
 
 def _text(value):
@@ -195,7 +184,7 @@ class _Build(object):
 
     def _reach(self, name, field, bind_text):
         """The address at which Prometheus reaches a listener of ``name`` bound to ``bind_text``, or None."""
-        bind = _ip(bind_text)
+        bind = ip_literal(bind_text)
         if bind is None:
             self.err(self.var(name, field), "must be an IP address (the listener binds it), got %s"
                      % _describe(bind_text))
@@ -217,7 +206,7 @@ class _Build(object):
                     value = hv.get(key)
                     if blank(value):
                         continue
-                    parsed = resolver_address(value) if _ip(value) is not None else None
+                    parsed = resolver_address(value) if ip_literal(value) is not None else None
                     if parsed is None:
                         self.err(self.var(name, fact), "must be an IP address, got %s" % _describe(value))
                         return None

@@ -22,8 +22,9 @@ also holds SGLang's own start-up metrics (``startup``), ``None`` per metric that
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timezone
+
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import finite_number
 
 # (key, label) in the order the report shows them
 PHASES = (("drain", "drain"), ("stop", "stop"), ("start", "start to ready"), ("rejoin", "rejoin"),
@@ -47,19 +48,9 @@ def gateway_of(result):
     return str(name) if name is not None else "?"
 
 
-def _number(value):
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def iso_utc(epoch):
     """``epoch`` (seconds) as ``2026-12-02T11:29:53.123456Z``, or ``None`` when it is no usable moment."""
-    number = _number(epoch)
+    number = finite_number(epoch)
     if number is None:
         return None
     try:
@@ -107,7 +98,7 @@ def _gateway_phases(taken_out, put_back, problems):
             phase["note"] = "in no gateway this run"
         return drain, rejoin, total
 
-    removed = [(_number(r.get("removed_at")), _number(r.get("drain_ended_at"))) for r in out]
+    removed = [(finite_number(r.get("removed_at")), finite_number(r.get("drain_ended_at"))) for r in out]
     starts = [start for start, _end in removed if start is not None]
     ends = [end for start, end in removed if start is not None]
     if any(r.get("failed") for r in out) and not starts:
@@ -117,12 +108,12 @@ def _gateway_phases(taken_out, put_back, problems):
     else:
         ended = max(ends) if None not in ends else None
         _span(drain, "drain", min(starts), ended, problems)
-        if not drain["note"] and not all(r.get("drained") for r in out if _number(r.get("removed_at")) is not None):
+        if not drain["note"] and not all(r.get("drained") for r in out if finite_number(r.get("removed_at")) is not None):
             drain["note"] = "not drained: requests still ran when the wait ended" if ended is not None \
                 else "the drain did not end (taking it out failed)"
 
-    added = [_number(r.get("added_at")) for r in back]
-    healthy = [_number(r.get("healthy_at")) for r in back]
+    added = [finite_number(r.get("added_at")) for r in back]
+    healthy = [finite_number(r.get("healthy_at")) for r in back]
     if not back:
         rejoin["note"] = "not put back (the host failed, or the run stopped before)"
     else:
@@ -150,13 +141,13 @@ def _host_phases(sglang, problems):
         for phase in (stop, start, down):
             phase["note"] = note
         return stop, start, down
-    offset = _number(times.get("realtime_offset"))
+    offset = finite_number(times.get("realtime_offset"))
 
     def to_epoch(value):
         return value + offset if offset is not None else None
 
-    requested, stopped = _number(times.get("stop_requested")), _number(times.get("stopped"))
-    main_started, checked = _number(times.get("main_started")), _number(times.get("checked"))
+    requested, stopped = finite_number(times.get("stop_requested")), finite_number(times.get("stopped"))
+    main_started, checked = finite_number(times.get("main_started")), finite_number(times.get("checked"))
     ready = bool(times.get("ready"))
     if times.get("was_active") is False:
         stop["note"] = "the unit was not running before this start"
@@ -199,7 +190,7 @@ def startup_metrics(samples):
         for sample in samples.get(name) or []:
             if not isinstance(sample, dict):
                 continue
-            value = _number(sample.get("value"))
+            value = finite_number(sample.get("value"))
             labels = sample.get("labels") if isinstance(sample.get("labels"), dict) else {}
             if value is None or value < 0:
                 continue

@@ -15,12 +15,15 @@ a ``true`` where a count belongs is a mistake to report, not a value to use.
     ``floats`` admits integral floats (``4.0``); ``digits`` caps the length of a string.
 ``as_bool(value, default=None)``
     a ``bool`` from a boolean or one of the words Ansible reads as one, else ``default``.
+``finite_number(value)``
+    a finite ``float`` from a number or a numeric string, else ``None`` (booleans, NaN and infinities are not).
 
 Callers that must tell "no answer" from None pass a sentinel of their own as ``default``. Controller only.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+")
@@ -60,3 +63,14 @@ def as_bool(value, default=None):
     if isinstance(value, bool):
         return value
     return _BOOL_WORDS.get(value.strip().lower(), default) if isinstance(value, str) else default
+
+
+def finite_number(value):
+    """``value`` as a finite ``float`` when it is a number or a numeric string, else ``None`` (never text)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None

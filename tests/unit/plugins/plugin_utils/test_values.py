@@ -16,7 +16,7 @@ SENTINEL = object()
 
 def test_imports_only_the_standard_library():
     # service_host.py and the filters import it; it must not pull anything in behind them
-    assert top_level_imports(values.__file__) == {"__future__", "re"}
+    assert top_level_imports(values.__file__) == {"__future__", "math", "re"}
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -82,3 +82,11 @@ def test_gateway_keeps_its_sentinel_and_its_18_digit_cap():
     assert gateway_int("65535") == 65535
     assert gateway_int(None) is _UNSET and gateway_int(True) is _UNSET
     assert gateway_int("1" * 19) is _UNSET
+
+
+@pytest.mark.parametrize("value, expected", [
+    (1, 1.0), ("2.5", 2.5), (" 3 ", 3.0), (True, None), (None, None), ("nan", None), (float("inf"), None),
+    ("1e400", None), ("x", None), ([], None),
+])
+def test_finite_number(value, expected):
+    assert values.finite_number(value) == expected
