@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.llmserve.sglang.plugins.filter.sglang_monitoring import sglang_monitoring_problems
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.monitoring_config import (config_problems,
-                                                                                       node_exporter_problems)
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.monitoring_config import (
+    config_problems, node_exporter_problems)
 
 
 def _settings(**changes):
