@@ -129,8 +129,9 @@ REFUSED_FLAGS = {
 # and destinations outside the gateway (warned about). An abbreviation of one is refused like the flags above.
 CHECKED_FLAGS = ("rdma-listen-ip", "otlp-traces-endpoint", "mm-allow-private-media-hosts")
 _FLAG_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
-_HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
+# a DNS host name (RFC 1123 labels, an optional final dot); monitoring_targets checks ansible_host with it too
+HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                      r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 _BEARER = re.compile(r"[\x21-\x7e]+")
 _NEGATIVE_NUMBER = re.compile(r"-[0-9]+(?:\.[0-9]+)?")
 _UNSET = object()
@@ -647,7 +648,7 @@ class _Check(object):
             explicit = explicit.strip()
             # a numeric name (127.1, 0x7f000001) is an address to the resolver, not a name to look up
             parsed = resolver_address(explicit)
-            if parsed is None and not _HOSTNAME.fullmatch(explicit):
+            if parsed is None and not HOSTNAME.fullmatch(explicit):
                 self.err(var("ansible_host"), "must be a host name or an IP address (the gateway reaches %s there, "
                          "as it binds %s), got %r" % (name, bind.compressed, _shown(explicit)))
                 return None

@@ -54,9 +54,8 @@ Standard library only (controller side).
 
 from __future__ import annotations
 
-import re
-
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import ip_literal, resolver_address, url_host
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import (
+    HOSTNAME, ip_literal, resolver_address, url_host)
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common import normalise_flag_name
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_service import serves_tls
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import control_problem, printable
@@ -73,8 +72,6 @@ MODEL_DEFAULT_DIR = "/var/lib/llmserve-models"
 NODE_EXPORTER_DEFAULT_PORT = 9100
 
 LABELS = ("model", "served_model_name", "host", "node_group", "rank", "gateway")
-_HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 _UNSET = object()
 
 
@@ -172,7 +169,7 @@ class _Build(object):
             return None
         value = value.strip()
         parsed = resolver_address(value)
-        if parsed is None and not _HOSTNAME.fullmatch(value):
+        if parsed is None and not HOSTNAME.fullmatch(value):
             self.err(self.var(name, field), "must be a host name or an IP address (Prometheus scrapes %s there), "
                      "got %s" % (_shown(name, 60), _describe(value)))
             return None
