@@ -310,6 +310,22 @@ def test_restart_drains_renews_restarts_and_puts_back():
     (renew,) = [t for t in flatten(restart["tasks"]) if role_of(t) == "rollout:renew"]
     assert "when" not in renew, "the restart always comes right after a renewal"
     assert restart["max_fail_percentage"] == "{{ sglang_rollout_max_fail_percentage }}"
+    # the host report (its time out of rotation) is written, for a host that did not come back too
+    (end,) = [t for t in flatten(restart["tasks"]) if role_of(t) == "rollout:end"]
+    assert "sglang_rollout_report" not in end.get("vars", {})
+
+
+def test_the_restart_entry_point_reports_success_and_failure():
+    (block,) = [t for t in load("roles", "sglang_server", "tasks", "restart.yml") if "block" in t]
+    for tasks, state in ((block["block"], "serving"), (block["rescue"], "did not come back after the restart")):
+        (record,) = [t for t in tasks if "sglang_server_report" in t.get("ansible.builtin.set_fact", {})]
+        assert record["ansible.builtin.set_fact"]["sglang_server_report"] == (
+            "{{ __sglang_server_restart_report | llmserve.sglang.sglang_server_report }}")
+        assert record["vars"] == {"__sglang_server_restart_state": state}
+    # recorded after the verification and after the journal was read
+    assert "verify.yml" in str(block["block"][-2]) and "journal.yml" in str(block["rescue"][-3])
+    fields = load("roles", "sglang_server", "vars", "main.yml")["__sglang_server_restart_report"]
+    assert {"state", "restarted", "ready", "unit_times", "startup_metrics", "journal", "error"} <= set(fields)
 
 
 def test_restart_and_rollback_order_every_server_of_the_run():
