@@ -36,7 +36,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: check machine-check fixtures engine-assets gateway-assets model-assets wheelhouse-standin help venv hosts lint sanity unit rules-test compat functional build-check molecule test demo bench gpu-check clean
+.PHONY: check machine-check test-lint-sanity test-hosts-compat-sanity compat-sanity compat-unit fixtures engine-assets gateway-assets model-assets wheelhouse-standin help venv hosts lint sanity unit rules-test compat functional build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make check   - first run this: yamllint, ansible-lint and the unit tests, as any user, in a venv in the checkout (.venv)"
@@ -99,9 +99,19 @@ rules-test: venv
 	  cp tests/prometheus/*.test.yml "$$out/"; cd "$$out"; "$$promtool" test rules *.test.yml
 
 # The same sanity and unit tests on the oldest ansible-core that meta/runtime.yml admits (requirements-compat.txt).
-compat:
-	@$(MAKE) --no-print-directory sanity unit LLMSERVE_VENV="$(LLMSERVE_COMPAT_VENV)" \
-	  LLMSERVE_VENV_REQUIREMENTS="$(CURDIR)/requirements-compat.txt"
+# Its ansible-test keeps its sanity virtualenvs under a home of its own (COMPAT_HOME; pip's configuration and cache
+# stay the user's), so that make test can run it beside the sanity test of the newest ansible-core: the two would
+# otherwise build the same ~/.ansible/test/venv directories at once.
+COMPAT_HOME ?= $(LLMSERVE_CACHE)/home-core-compat
+COMPAT = LLMSERVE_VENV="$(LLMSERVE_COMPAT_VENV)" LLMSERVE_VENV_REQUIREMENTS="$(CURDIR)/requirements-compat.txt"
+compat: compat-sanity compat-unit
+
+compat-sanity:
+	@mkdir -p "$(COMPAT_HOME)"; XDG_CONFIG_HOME="$${XDG_CONFIG_HOME:-$$HOME/.config}" \
+	  XDG_CACHE_HOME="$${XDG_CACHE_HOME:-$$HOME/.cache}" HOME="$(COMPAT_HOME)" $(MAKE) --no-print-directory sanity $(COMPAT)
+
+compat-unit:
+	@$(MAKE) --no-print-directory unit $(COMPAT)
 
 functional: venv engine-assets gateway-assets model-assets
 	@$(RUN) echo "== pytest tests/functional (real SGLang on CPU, real smg, stand-ins)"; \
@@ -154,8 +164,23 @@ molecule: venv hosts fixtures wheelhouse-standin engine-assets gateway-assets mo
 	  for s in $(S); do rm -f $(LLMSERVE_CACHE)/molecule-logs/molecule-$$s.result; done; \
 	  bash tools/molecule_lanes.sh $(LLMSERVE_CACHE)/molecule-logs $(S)
 
+# make test: what CI runs (.ci/run), one stage after another, except that two sequences that each leave a core idle
+# much of the time run side by side (make -j2, each one's output printed whole when it ends): ansible-lint and
+# sanity on the newest ansible-core, beside the test hosts' images (apt, debootstrap: mostly network and disk) and
+# sanity on the oldest. The venv comes first: both sides would install the host tools through apt at once.
 test: MACHINE_CHECK_FOR := test
-test: machine-check lint sanity unit rules-test compat functional build-check molecule
+test: machine-check
+	@$(MAKE) --no-print-directory venv
+	@$(MAKE) --no-print-directory -j2 --output-sync=recurse test-lint-sanity test-hosts-compat-sanity
+	@$(MAKE) --no-print-directory unit compat-unit rules-test functional build-check molecule
+
+test-lint-sanity:
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory sanity
+
+test-hosts-compat-sanity:
+	@$(MAKE) --no-print-directory hosts
+	@$(MAKE) --no-print-directory compat-sanity
 
 demo: MACHINE_CHECK_FOR := demo
 demo: machine-check venv hosts fixtures wheelhouse-standin engine-assets

@@ -88,10 +88,11 @@ dev_tree() {
 }
 
 # ansible-test wants to run inside a real ansible_collections/<ns>/<name> directory, so sanity gets
-# a copy of the files git knows about (tracked and untracked-but-not-ignored).
+# a copy of the files git knows about (tracked and untracked-but-not-ignored). One copy per checkout and venv: make
+# test runs the sanity tests of two ansible-core versions at once.
 dev_sanity_tree() {
   local dst
-  dst="$LLMSERVE_CACHE/sanity/$(basename "$DEV_TREE")/ansible_collections/llmserve/sglang"
+  dst="$LLMSERVE_CACHE/sanity/$(basename "$DEV_TREE")-$(basename "$LLMSERVE_VENV")/ansible_collections/llmserve/sglang"
   rm -rf "$dst"
   mkdir -p "$dst"
   # files deleted in the work tree but still in the index are skipped by --ignore-failed-read
