@@ -246,6 +246,50 @@ def url_host(address):
     return parsed.compressed
 
 
+def named_address(value, name, reacher, bind=None):
+    """``value`` (a host's ``ansible_host``) checked as the host name or IP address at which ``reacher`` ("the
+    gateway reaches", "Prometheus scrapes") reaches ``name``: ``(address, None)``, the address normalised (IP
+    compressed, name lower-cased without a final dot), or ``(None, message)``. With ``bind`` (the wildcard the
+    listener binds), an IPv6 address for a listener bound to 0.0.0.0 is refused."""
+    if not isinstance(value, str) or control_problem(value):
+        return None, "must be a host name or an IP address, got %s" % _describe(value)
+    value = value.strip()
+    # a numeric name (127.1, 0x7f000001) is an address to the resolver, not a name to look up
+    parsed = resolver_address(value)
+    if parsed is None and not HOSTNAME.fullmatch(value):
+        return None, "must be a host name or an IP address (%s %s there), got %s" % (
+            reacher, _shown(name, 60), _describe(value))
+    if parsed is not None and bind is not None and parsed.version == 6 and bind.version == 4:
+        return None, ("is the IPv6 address %s, but %s binds 0.0.0.0 (IPv4 only); bind '::' or give an IPv4 "
+                      "ansible_host" % (parsed.compressed, _shown(name, 60)))
+    return (parsed.compressed if parsed is not None else value.rstrip(".").lower()), None
+
+
+def wildcard_address(name, bind, explicit, facts, who, reacher, hint=""):
+    """Where another host (``who``: "the gateway", "Prometheus"; ``reacher`` as in named_address) reaches ``name``'s
+    listener bound to the wildcard
+    ``bind`` (0.0.0.0 or ::): its ``ansible_host`` when set, else its gathered default address (``facts``: the keys
+    ``ipv6`` and ``ipv4``; IPv6 first for '::'). Returns ``(address, variable, None)`` or ``(None, variable,
+    message)``, ``variable`` being "ansible_host", the fact's path or None (the bind's own variable)."""
+    if not blank(explicit):
+        address, problem = named_address(explicit, name, reacher, bind)
+        return address, "ansible_host", problem
+    candidates = [("ipv4", "ansible_facts.default_ipv4.address")]
+    if bind.version == 6:
+        candidates.insert(0, ("ipv6", "ansible_facts.default_ipv6.address"))
+    for key, fact in candidates:
+        value = facts.get(key)
+        if blank(value):
+            continue
+        parsed = resolver_address(value) if ip_literal(value) is not None else None
+        if parsed is None:
+            return None, fact, "must be an IP address, got %s" % _describe(value)
+        return parsed.compressed, "ansible_host", None
+    return None, None, ("%s binds %s, so %s needs an address to reach it: set its ansible_host, or gather its facts "
+                        "(default_ipv4%s) in the same play%s" % (_shown(name, 60), bind.compressed, who,
+                                                                "/default_ipv6" if bind.version == 6 else "", hint))
+
+
 def _is_loopback_name(address):
     parsed = resolver_address(address)
     if parsed is not None:
@@ -613,8 +657,10 @@ class _Check(object):
                      % _describe(worker.get("port")))
             return None
         if bind.is_unspecified:
-            address = self._reachable_address(name, var, bind, worker)
-            if address is None:
+            address, source, problem = wildcard_address(name, bind, worker.get("ansible_host"), worker, "the gateway",
+                                                       "the gateway reaches")
+            if problem:
+                self.err(var(source or "sglang_server_host"), problem)
                 return None
         else:
             address = bind.compressed
@@ -637,42 +683,6 @@ class _Check(object):
         url = "%s://%s:%d" % (scheme, url_host(address), port)
         return {"name": worker["name"], "url": url, "tls": scheme == "https", "same_machine": same_machine,
                 "api_key": worker.get("api_key")}
-
-    def _reachable_address(self, name, var, bind, worker):
-        """The address at which a wildcard-bound worker is reached: ansible_host, else its default address."""
-        explicit = worker.get("ansible_host")
-        if not blank(explicit):
-            if not isinstance(explicit, str) or control_problem(explicit):
-                self.err(var("ansible_host"), "must be a host name or an IP address, got %s" % _describe(explicit))
-                return None
-            explicit = explicit.strip()
-            # a numeric name (127.1, 0x7f000001) is an address to the resolver, not a name to look up
-            parsed = resolver_address(explicit)
-            if parsed is None and not HOSTNAME.fullmatch(explicit):
-                self.err(var("ansible_host"), "must be a host name or an IP address (the gateway reaches %s there, "
-                         "as it binds %s), got %r" % (name, bind.compressed, _shown(explicit)))
-                return None
-            if parsed is not None and parsed.version == 6 and bind.version == 4:
-                self.err(var("ansible_host"), "is the IPv6 address %s, but %s binds 0.0.0.0 (IPv4 only); bind '::' "
-                         "or give an IPv4 ansible_host" % (parsed.compressed, name))
-                return None
-            return parsed.compressed if parsed is not None else explicit
-        candidates = [("ipv4", "ansible_facts.default_ipv4.address")]
-        if bind.version == 6:
-            candidates.insert(0, ("ipv6", "ansible_facts.default_ipv6.address"))
-        for key, fact in candidates:
-            value = worker.get(key)
-            if blank(value):
-                continue
-            parsed = resolver_address(value) if ip_literal(value) is not None else None
-            if parsed is None:
-                self.err(var(fact), "must be an IP address, got %s" % _describe(value))
-                return None
-            return parsed.compressed
-        self.err(var("sglang_server_host"), "%s binds %s, so the gateway needs an address to reach it: set its "
-                 "ansible_host, or gather its facts (default_ipv4%s) in the same play"
-                 % (name, bind.compressed, "/default_ipv6" if bind.version == 6 else ""))
-        return None
 
     # -- keys ---------------------------------------------------------------------------------------
 

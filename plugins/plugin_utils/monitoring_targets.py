@@ -55,7 +55,7 @@ Standard library only (controller side).
 from __future__ import annotations
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import (
-    HOSTNAME, ip_literal, resolver_address, url_host)
+    ip_literal, named_address, resolver_address, url_host, wildcard_address)
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common import normalise_flag_name
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_service import serves_tls
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import control_problem, printable
@@ -162,22 +162,12 @@ class _Build(object):
         theirs = _text(self.hv(name).get("ansible_host"))
         return bool(self.prom_address) and theirs == self.prom_address
 
-    def _named_address(self, name, field, value, bind=None):
+    def _named_address(self, name, field, value):
         """``value`` (an ``ansible_host``) checked as a host name or IP address; None after an error."""
-        if not isinstance(value, str) or control_problem(value):
-            self.err(self.var(name, field), "must be a host name or an IP address, got %s" % _describe(value))
-            return None
-        value = value.strip()
-        parsed = resolver_address(value)
-        if parsed is None and not HOSTNAME.fullmatch(value):
-            self.err(self.var(name, field), "must be a host name or an IP address (Prometheus scrapes %s there), "
-                     "got %s" % (_shown(name, 60), _describe(value)))
-            return None
-        if parsed is not None and bind is not None and parsed.version == 6 and bind.version == 4:
-            self.err(self.var(name, field), "is the IPv6 address %s, but %s binds 0.0.0.0 (IPv4 only); bind '::' "
-                     "or give an IPv4 ansible_host" % (parsed.compressed, _shown(name, 60)))
-            return None
-        return parsed.compressed if parsed is not None else value.rstrip(".").lower()
+        address, problem = named_address(value, name, "Prometheus scrapes")
+        if problem:
+            self.err(self.var(name, field), problem)
+        return address
 
     def _reach(self, name, field, bind_text):
         """The address at which Prometheus reaches a listener of ``name`` bound to ``bind_text``, or None."""
@@ -188,33 +178,12 @@ class _Build(object):
             return None
         hv = self.hv(name)
         if bind.is_unspecified:
-            explicit = hv.get("ansible_host")
-            if not blank(explicit):
-                address = self._named_address(name, "ansible_host", explicit, bind)
-                if address is None:
-                    return None
-                source = "ansible_host"
-            else:
-                address, source = None, None
-                facts = [("ipv4", "ansible_facts.default_ipv4.address")]
-                if bind.version == 6:
-                    facts.insert(0, ("ipv6", "ansible_facts.default_ipv6.address"))
-                for key, fact in facts:
-                    value = hv.get(key)
-                    if blank(value):
-                        continue
-                    parsed = resolver_address(value) if ip_literal(value) is not None else None
-                    if parsed is None:
-                        self.err(self.var(name, fact), "must be an IP address, got %s" % _describe(value))
-                        return None
-                    address, source = parsed.compressed, "ansible_host"
-                    break
-                if address is None:
-                    self.err(self.var(name, field), "%s binds %s, so Prometheus needs an address to reach it: set "
-                             "its ansible_host, or gather its facts (default_ipv4%s) in the same play (playbooks/"
-                             "monitoring.yml does)" % (_shown(name, 60), bind.compressed,
-                                                       "/default_ipv6" if bind.version == 6 else ""))
-                    return None
+            address, source, problem = wildcard_address(
+                name, bind, hv.get("ansible_host"), hv, "Prometheus", "Prometheus scrapes",
+                " (playbooks/monitoring.yml does)")
+            if problem:
+                self.err(self.var(name, source or field), problem)
+                return None
         else:
             address, source = bind.compressed, field
         if self._loopback(address) and not self._same_machine(name):
