@@ -218,6 +218,11 @@ def rotation_record(taken_out=None, put_back=None, sglang=None):
               "clocks": "drain, rejoin and out of rotation by the gateway host's wall clock (gateway_worker's "
                         "stamps); stop, start to ready and server down by systemd's monotonic stamps on this host. "
                         "No span mixes the two."}
+    prewarm = sglang.get("prewarm")
+    if isinstance(prewarm, dict) and prewarm.get("note"):
+        # before the drain, so not part of any phase above: what the start did not have to read from storage
+        record["prewarm"] = {"seconds": finite_number(prewarm.get("seconds")) if prewarm.get("warmed") else None,
+                             "bytes_read": prewarm.get("bytes_read"), "note": str(prewarm["note"])}
     if sglang.get("restarted"):
         record["startup"] = startup_metrics(sglang.get("startup_metrics"))
         if record["startup"] is None:
@@ -254,7 +259,10 @@ def rotation_rows(record):
     """(label, value) rows of the record for the host's table."""
     if not record:
         return []
-    rows = [("Rotation: %s" % label, _seconds_text(record[key])) for key, label in PHASES if record.get(key)]
+    rows = []
+    if record.get("prewarm"):
+        rows.append(("Pre-warm (before the drain)", record["prewarm"]["note"]))
+    rows += [("Rotation: %s" % label, _seconds_text(record[key])) for key, label in PHASES if record.get(key)]
     if record.get("problems"):
         rows.append(("Rotation: clock problems", "; ".join(record["problems"])))
     startup = _startup_text(record)
@@ -267,6 +275,8 @@ def rotation_stats(record):
     """The few numbers of the record the job artifacts carry: seconds per phase (``None`` where not counted) and the
     start-up metrics."""
     stats = {"%s_seconds" % key: record[key].get("seconds") for key, _label in PHASES if record.get(key)}
+    if record.get("prewarm"):
+        stats["prewarm_seconds"] = record["prewarm"]["seconds"]
     if "startup" in record:
         stats["startup"] = record["startup"]
     if record.get("problems"):

@@ -35,6 +35,8 @@ FIELDS = {
     "unit_times": "systemd's moments of the restart on the host's monotonic clock (the readiness wait's "
                   "unit_state.timestamps), with was_active and ready",
     "startup_metrics": "SGLang's start-up metrics read from /metrics after a restart (sglang_server_metrics)",
+    "prewarm": "the weights read into the page cache before the host left rotation (warmed, seconds, bytes_read, "
+               "note), when the prewarm entry point ran on this host in this run",
     "smoke": "the smoke test's outcome (passed, failed, skipped, not run ...)",
     "smoke_text": "the text the smoke test's generation returned",
     "p2p": "the GPU peer-to-peer setting the render step chose",

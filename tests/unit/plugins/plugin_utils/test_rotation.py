@@ -155,3 +155,21 @@ def test_the_report_shows_it_in_rows_stats_html_and_through_the_filter():
     no_restart = {"state": "serving", "restarted": False}
     unchanged = FilterModule().filters()["sglang_host_report"]("gpu-2", None, None, no_restart)
     assert "rotation" not in unchanged and "rotation" not in host_stats(unchanged)
+
+
+def test_the_prewarm_before_the_drain_is_kept_beside_the_phases_not_in_them():
+    warmed = dict(SG, prewarm={"warmed": True, "seconds": 2.25, "bytes_read": 2193791440,
+                               "note": "read 2.0 GiB into the page cache in 2.2 s (0.9 GiB/s)"})
+    record = rotation_record(OUT, IN, warmed)
+    assert record["prewarm"] == {"seconds": 2.25, "bytes_read": 2193791440,
+                                 "note": "read 2.0 GiB into the page cache in 2.2 s (0.9 GiB/s)"}
+    assert record["out_of_rotation"]["seconds"] == 133.25  # unchanged: it happened while the host still served
+    assert host_stats({"host": "w1", "rotation": record})["rotation"]["prewarm_seconds"] == 2.25
+    rows = dict(host_rows({"host": "w1", "rotation": record}))
+    assert rows["Pre-warm (before the drain)"].startswith("read 2.0 GiB")
+    # skipped (not enough memory) is a note without seconds; no prewarm at all is no entry
+    skipped = rotation_record(OUT, IN, dict(SG, prewarm={"warmed": False, "seconds": 0.0, "bytes_read": 0,
+                                                         "note": "skipped: 2.0 GiB do not fit"}))
+    assert skipped["prewarm"]["seconds"] is None and skipped["prewarm"]["note"].startswith("skipped")
+    assert "prewarm" not in rotation_record(OUT, IN, SG)
+    assert "prewarm_seconds" not in host_stats({"host": "w1", "rotation": rotation_record(OUT, IN, SG)})["rotation"]

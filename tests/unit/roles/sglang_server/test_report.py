@@ -141,6 +141,11 @@ FACTS = {
     "__sglang_server_metrics": {"metrics": STARTUP_METRICS},
     "__sglang_server_smoke": {"ready": True, "json": {"text": "Paris"}},
     "__sglang_server_rendered": {"p2p": "on"}, "__sglang_server_spec_disabled": None,
+    # the prewarm entry point's result (before the drain) and the role's summary of it
+    "sglang_server_prewarm_result": {"changed": False, "warmed": True, "seconds": 1.5, "bytes_read": 4096,
+                                     "bytes": 4096, "mem_available": 1 << 34, "note": "read 4.0 KiB in 1.5 s"},
+    "__sglang_server_prewarm_summary": _role_vars(os.path.join("roles", "sglang_server", "vars"))[
+        "__sglang_server_prewarm_summary"],
 }
 
 
@@ -186,6 +191,7 @@ def test_the_five_places_give_one_shape_with_their_own_values(tmp_path):
     # the restart's systemd moments and SGLang's start-up metrics, for the rotation record
     assert deployed["unit_times"] == dict(UNIT_TIMES, was_active=True, ready=True)
     assert deployed["startup_metrics"] == STARTUP_METRICS
+    assert deployed["prewarm"] == {"warmed": True, "seconds": 1.5, "bytes_read": 4096, "note": "read 4.0 KiB in 1.5 s"}
     assert failed["unit_times"] == dict(UNIT_TIMES, was_active=True, ready=True)
     assert probed["unit_times"] is None and probed["startup_metrics"] is None
     assert deployed["metrics_url"] == "http://127.0.0.1:30000/metrics" and deployed["error"] is None
