@@ -58,3 +58,43 @@ def test_the_failing_config_stream_is_judged_when_measured(capsys, tmp_path):
     path.write_text(json.dumps(broken))
     assert bench_fleet.main([str(path)]) == 1
     assert "failing_config_no_failures FAIL" in " ".join(capsys.readouterr().out.split())
+
+
+def with_streams(phase, requests, failed, failures=(), retries=0):
+    return dict(phase, streams=stream(requests, failed, 12.0, 19.0, failures), gateway_retries=retries)
+
+
+STREAMED = dict(
+    MEASURED,
+    steady=with_streams(MEASURED["steady"], 4, 0),
+    rollout_through_gateway=with_streams(MEASURED["rollout_through_gateway"], 20, 0, retries=0),
+    plain_restart_without_drain=with_streams(MEASURED["plain_restart_without_drain"], 18, 3,
+                                             [{"status": 200, "error": "stream cut after 310 chunks"}], retries=41),
+)
+
+
+def test_streams_cut_by_the_plain_restart_and_none_by_the_rollout_pass(capsys, tmp_path):
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(STREAMED))
+    assert bench_fleet.main([str(path)]) == 0
+    summary = bench_fleet.summarise(STREAMED)
+    assert summary["verdicts"]["drain_saves_streams"] is True
+    assert summary["gateway_retries"]["plain_restart_without_drain"] == 41
+    assert summary["plain_stream_failures_sample"] == ["stream cut after 310 chunks"]
+    out = " ".join(capsys.readouterr().out.split())
+    assert "plain restart, no drain, streams 18 requests 3 failed" in out
+
+
+def test_a_stream_cut_in_the_rollout_fails_it():
+    cut = dict(STREAMED, rollout_through_gateway=with_streams(
+        MEASURED["rollout_through_gateway"], 20, 1, [{"status": 200, "error": "stream cut after 5 chunks"}]))
+    verdicts = bench_fleet.summarise(cut)["verdicts"]
+    assert verdicts["rollout_no_failures"] is False and verdicts["drain_saves_streams"] is False
+
+
+def test_a_workload_that_does_not_tell_the_paths_apart_fails_the_drain_verdict():
+    equal = dict(STREAMED, plain_restart_without_drain=with_streams(MEASURED["plain_restart_without_drain"], 18, 0))
+    assert bench_fleet.summarise(equal)["verdicts"]["drain_saves_streams"] is False
+    no_rollout_streams = dict(STREAMED, rollout_through_gateway=with_streams(MEASURED["rollout_through_gateway"], 0, 0))
+    verdicts = bench_fleet.summarise(no_rollout_streams)["verdicts"]
+    assert verdicts["drain_saves_streams"] is False and verdicts["rollout_no_failures"] is False
