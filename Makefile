@@ -37,7 +37,7 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: check machine-check test-lint-sanity test-hosts-compat-sanity compat-sanity compat-unit fixtures engine-assets gateway-assets model-assets wheelhouse-standin help venv hosts lint sanity unit rules-test compat functional build-check molecule test demo bench gpu-check clean
+.PHONY: check machine-check test-lint-sanity test-hosts-compat-sanity compat-sanity compat-unit fixtures engine-assets big-model gateway-assets model-assets wheelhouse-standin help venv hosts lint sanity unit rules-test compat functional build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make check   - first run this: yamllint, ansible-lint and the unit tests, as any user, in a venv in the checkout (.venv)"
@@ -143,6 +143,14 @@ engine-assets:
 	  HF_HUB_OFFLINE=1 "$(LLMSERVE_SGLANG_VENV)/bin/python" tools/engine/make_tiny_model.py "$(LLMSERVE_SGLANG_MODEL)" >/dev/null
 	@echo "engine assets: $(LLMSERVE_SGLANG_WHEELHOUSE), $(LLMSERVE_SGLANG_VENV), $(LLMSERVE_SGLANG_MODEL)"
 
+# A model of 2 GiB of weights for the pre-warm benchmark (molecule/prewarm; make bench builds it too).
+big-model:
+	@test -f "$(LLMSERVE_CACHE)/models/big-llama/config.json" || { \
+	  HF_HUB_OFFLINE=1 "$(LLMSERVE_SGLANG_VENV)/bin/python" tools/engine/make_tiny_model.py \
+	    "$(LLMSERVE_CACHE)/models/big-llama.partial" --size-mib 2048 >/dev/null && \
+	  mv "$(LLMSERVE_CACHE)/models/big-llama.partial" "$(LLMSERVE_CACHE)/models/big-llama"; }
+	@echo "big model: $(LLMSERVE_CACHE)/models/big-llama"
+
 gateway-assets:
 	@echo "== smg (SGLang model gateway) 1.13.0: wheelhouse, venv"
 	@bash tools/gateway/install_smg_venv.sh "$(LLMSERVE_SMG_VENV)" "$(LLMSERVE_SMG_WHEELHOUSE)" >/dev/null
@@ -188,7 +196,7 @@ demo: machine-check venv hosts fixtures wheelhouse-standin engine-assets
 	@$(RUN) bash tools/demo.sh
 
 bench: MACHINE_CHECK_FOR := bench
-bench: machine-check venv hosts fixtures wheelhouse-standin engine-assets gateway-assets model-assets
+bench: machine-check venv hosts fixtures wheelhouse-standin engine-assets big-model gateway-assets model-assets
 	@$(RUN) bash tools/bench/run.sh
 
 # On a real NVIDIA host, with the host's own Python (torch's, for the CUDA runtime); no Ansible, no network.

@@ -30,6 +30,13 @@
 # real SGLang CPU workers) measures a client stream through the gateway in steady state, during restart.yml and
 # during a plain restart without the drain; tools/bench/bench_fleet.py summarises it into reports/bench_fleet.json
 # (scenario log: reports/bench_fleet.log). It needs what `make molecule` needs (make bench runs those targets).
+# Then the pre-warm (BENCH_NO_PREWARM=1 skips it, about 30 minutes): `molecule test -s prewarm` (one smg gateway, two
+# real SGLang CPU workers serving a model of 2 GiB of weights, built once into $LLMSERVE_CACHE/models/big-llama by
+# `make big-model`: tools/engine/make_tiny_model.py --size-mib 2048) runs restart.yml through the gateway with the weights dropped from
+# the page cache, without and with the pre-warm, BENCH_PREWARM_SAMPLES (default 1) times each, with the storage as it
+# is and again with the workers' reads throttled to BENCH_PREWARM_READ_BPS (default 100mb; empty: not throttled);
+# tools/bench/bench_prewarm.py compares the time out of rotation (target: with <= 0.6 x without). Results:
+# reports/bench_prewarm.json (scenario log: reports/bench_prewarm.log).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -126,6 +133,25 @@ if [ "${BENCH_NO_FLEET:-0}" != 1 ]; then
   else
     echo "bench: the fleet scenario failed; last lines of reports/bench_fleet.log:" >&2
     tail -n 40 "$root/reports/bench_fleet.log" >&2
+    status=1
+  fi
+fi
+if [ "${BENCH_NO_PREWARM:-0}" != 1 ]; then
+  echo "== pre-warm: molecule test -s prewarm (log: reports/bench_prewarm.log)"
+  big_model="$LLMSERVE_CACHE/models/big-llama"
+  mkdir -p "$root/reports"; rm -f "$root/reports/bench_prewarm_raw.json"
+  if [ ! -f "$big_model/config.json" ]; then
+    echo "bench: no model at $big_model (make big-model builds it; make bench does)" >&2
+    status=1
+  elif (cd "$root" && LLMSERVE_BIG_MODEL="$big_model" LLMSERVE_PREWARM_REPORT="$root/reports/bench_prewarm_raw.json" \
+        LLMSERVE_PREWARM_SAMPLES="${BENCH_PREWARM_SAMPLES:-1}" \
+        LLMSERVE_PREWARM_READ_BPS="${BENCH_PREWARM_READ_BPS-100mb}" molecule test -s prewarm) \
+      >"$root/reports/bench_prewarm.log" 2>&1; then
+    "$python" "$here/bench_prewarm.py" "$root/reports/bench_prewarm_raw.json" \
+      --json "$root/reports/bench_prewarm.json" || status=1
+  else
+    echo "bench: the prewarm scenario failed; last lines of reports/bench_prewarm.log:" >&2
+    tail -n 40 "$root/reports/bench_prewarm.log" >&2
     status=1
   fi
 fi

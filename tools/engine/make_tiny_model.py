@@ -10,6 +10,11 @@ small built-in corpus, with a ChatML-style chat template, so /generate and /v1/c
 both work. Its answers are gibberish, but always the same gibberish: two runs write
 byte-identical files. About 140k parameters in bfloat16, vocabulary 512, context 2048.
 
+    ... make_tiny_model.py OUTDIR --size-mib 2048
+
+writes a model of at least that many MiB of weights instead (wider layers, as many as it takes: about 120 MiB a
+layer), for measuring what loading weights costs (the restart benchmark); still gibberish, slower per token.
+
 Needs torch, tokenizers and transformers, i.e. the venv made by install_sglang_venv.sh.
 """
 
@@ -86,17 +91,28 @@ def build_tokenizer():
     )
 
 
-def build_model(arch, tokenizer):
+# the wide shape of --size-mib: hidden 2048, 16 heads of 128 (4 KV heads), MLP 8192
+WIDE = dict(hidden_size=2048, intermediate_size=8192, num_attention_heads=16, num_key_value_heads=4, head_dim=128)
+
+
+def wide_layers(size_mib):
+    """Layers of the WIDE shape for at least ``size_mib`` MiB of bfloat16 weights (embeddings and norms included)."""
+    hidden, mlp, kv = WIDE["hidden_size"], WIDE["intermediate_size"], WIDE["num_key_value_heads"] * WIDE["head_dim"]
+    per_layer = 2 * hidden * hidden + 2 * hidden * kv + 3 * hidden * mlp + 2 * hidden
+    fixed = 2 * VOCAB_SIZE * hidden + hidden
+    return max(1, -(-(size_mib * 2 ** 20 // 2 - fixed) // per_layer))
+
+
+def build_model(arch, tokenizer, size_mib=0):
     import torch
     from transformers import GenerationConfig
 
+    shape = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=16)
+    if size_mib:
+        shape = dict(WIDE, num_hidden_layers=wide_layers(size_mib))
     common = dict(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
+        shape,
         vocab_size=len(tokenizer),
         max_position_embeddings=CONTEXT,
         bos_token_id=tokenizer.bos_token_id,
@@ -124,7 +140,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("outdir", help="directory to write the model into (created if missing)")
     parser.add_argument("--arch", choices=("llama", "qwen3"), default="llama", help="model architecture (default llama)")
+    parser.add_argument("--size-mib", type=int, default=0,
+                        help="at least this many MiB of weights (wide layers); default: the tiny model")
     args = parser.parse_args(argv)
+    if args.size_mib < 0:
+        parser.error("--size-mib must be 0 (the tiny model) or a positive number of MiB")
 
     try:
         import torch
@@ -135,7 +155,7 @@ def main(argv=None):
     os.makedirs(args.outdir, exist_ok=True)
     tokenizer = build_tokenizer()
     tokenizer.save_pretrained(args.outdir)
-    model, generation = build_model(args.arch, tokenizer)
+    model, generation = build_model(args.arch, tokenizer, args.size_mib)
     model.save_pretrained(args.outdir)
     generation.save_pretrained(args.outdir)
     # safetensors writes 0600; make every file readable so a service user can load a copied model.
