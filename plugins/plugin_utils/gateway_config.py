@@ -285,9 +285,9 @@ def wildcard_address(name, bind, explicit, facts, who, reacher, hint=""):
         if parsed is None:
             return None, fact, "must be an IP address, got %s" % _describe(value)
         return parsed.compressed, "ansible_host", None
+    facts_named = "default_ipv4/default_ipv6" if bind.version == 6 else "default_ipv4"
     return None, None, ("%s binds %s, so %s needs an address to reach it: set its ansible_host, or gather its facts "
-                        "(default_ipv4%s) in the same play%s" % (_shown(name, 60), bind.compressed, who,
-                                                                "/default_ipv6" if bind.version == 6 else "", hint))
+                        "(%s) in the same play%s" % (_shown(name, 60), bind.compressed, who, facts_named, hint))
 
 
 def _is_loopback_name(address):
@@ -657,8 +657,8 @@ class _Check(object):
                      % _describe(worker.get("port")))
             return None
         if bind.is_unspecified:
-            address, source, problem = wildcard_address(name, bind, worker.get("ansible_host"), worker, "the gateway",
-                                                       "the gateway reaches")
+            address, source, problem = wildcard_address(
+                name, bind, worker.get("ansible_host"), worker, "the gateway", "the gateway reaches")
             if problem:
                 self.err(var(source or "sglang_server_host"), problem)
                 return None

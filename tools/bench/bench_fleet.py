@@ -24,7 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_summary import publish  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def _ratio(value, base):
@@ -115,14 +119,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with open(args.measurements) as handle:
         summary = summarise(json.load(handle))
-    print("== fleet: rolling restart through the gateway vs plain restart (one scenario run)")
-    for text in report_lines(summary):
-        print(text)
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(summary, handle, indent=2)
-            handle.write("\n")
-    return 0 if all(summary["verdicts"].values()) else 1
+    title = "== fleet: rolling restart through the gateway vs plain restart (one scenario run)"
+    return publish(title, report_lines(summary), summary, args.json)
 
 
 if __name__ == "__main__":

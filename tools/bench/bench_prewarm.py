@@ -21,8 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_summary import publish  # noqa: E402  pylint: disable=wrong-import-position
 
 PHASES = ("drain", "stop", "start", "rejoin", "out_of_rotation", "down")
 MODES = ("never", "auto")
@@ -132,14 +136,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with open(args.measurements) as handle:
         summary = summarise(json.load(handle), args.max_ratio)
-    print("== pre-warm: restart.yml through the gateway with the weights evicted, without and with the pre-warm")
-    for text in report_lines(summary):
-        print(text)
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(summary, handle, indent=2)
-            handle.write("\n")
-    return 0 if all(summary["verdicts"].values()) else 1
+    title = "== pre-warm: restart.yml through the gateway with the weights evicted, without and with the pre-warm"
+    return publish(title, report_lines(summary), summary, args.json)
 
 
 if __name__ == "__main__":

@@ -30,9 +30,10 @@ def run(storage, mode, first_out, first_load, prewarm=None, sample=0):
                          "w-a": record("2026-12-03T07:02:00.000000Z", 40.0, 19.0, 3.0)}}
 
 
-MEASURED = {"runs": [run("unthrottled", "never", 50.0, 9.0), run("unthrottled", "auto", 45.0, 3.0, prewarm=2.0),
-                     run("throttled to 100mb/s", "never", 80.0, 31.0), run("throttled to 100mb/s", "auto", 44.0, 3.1,
-                                                                          prewarm=22.0)]}
+MEASURED = {"runs": [run("unthrottled", "never", 50.0, 9.0),
+                     run("unthrottled", "auto", 45.0, 3.0, prewarm=2.0),
+                     run("throttled to 100mb/s", "never", 80.0, 31.0),
+                     run("throttled to 100mb/s", "auto", 44.0, 3.1, prewarm=22.0)]}
 
 
 def test_medians_ratios_and_verdicts_per_condition(tmp_path, capsys):
