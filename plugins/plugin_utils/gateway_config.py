@@ -267,10 +267,10 @@ def named_address(value, name, reacher, bind=None):
 
 def wildcard_address(name, bind, explicit, facts, who, reacher, hint=""):
     """Where another host (``who``: "the gateway", "Prometheus"; ``reacher`` as in named_address) reaches ``name``'s
-    listener bound to the wildcard
-    ``bind`` (0.0.0.0 or ::): its ``ansible_host`` when set, else its gathered default address (``facts``: the keys
-    ``ipv6`` and ``ipv4``; IPv6 first for '::'). Returns ``(address, variable, None)`` or ``(None, variable,
-    message)``, ``variable`` being "ansible_host", the fact's path or None (the bind's own variable)."""
+    listener bound to the wildcard ``bind`` (0.0.0.0 or ::): its ``ansible_host`` when set, else its gathered default
+    address (``facts``: the keys ``ipv6`` and ``ipv4``; IPv6 first for '::'). Returns ``(address, variable, None)``
+    or ``(None, variable, message)``, ``variable`` being "ansible_host", the fact's path or None (the bind's own
+    variable)."""
     if not blank(explicit):
         address, problem = named_address(explicit, name, reacher, bind)
         return address, "ansible_host", problem

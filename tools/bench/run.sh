@@ -30,7 +30,7 @@
 # real SGLang CPU workers) measures a client stream through the gateway in steady state, during restart.yml and
 # during a plain restart without the drain; tools/bench/bench_fleet.py summarises it into reports/bench_fleet.json
 # (scenario log: reports/bench_fleet.log). It needs what `make molecule` needs (make bench runs those targets).
-# Then the pre-warm (BENCH_NO_PREWARM=1 skips it, about 30 minutes): `molecule test -s prewarm` (one smg gateway, two
+# Then the pre-warm (BENCH_NO_PREWARM=1 skips it, about 20 minutes): `molecule test -s prewarm` (one smg gateway, two
 # real SGLang CPU workers serving a model of 2 GiB of weights, built once into $LLMSERVE_CACHE/models/big-llama by
 # `make big-model`: tools/engine/make_tiny_model.py --size-mib 2048) runs restart.yml through the gateway with the weights dropped from
 # the page cache, without and with the pre-warm, BENCH_PREWARM_SAMPLES (default 1) times each, with the storage as it
