@@ -36,7 +36,8 @@ STOP_FILE = "/tmp/client-stream-%s.stop" % NAME
 URL = os.environ.get("CLIENT_GATEWAY", "http://127.0.0.1:8000") + "/v1/chat/completions"
 METRICS_URL = os.environ.get("CLIENT_GATEWAY_METRICS", "http://127.0.0.1:29000") + "/metrics"
 KEY_FILE = os.environ.get("CLIENT_KEY_FILE", "/etc/sglang-gateway/sglang-gateway.env")
-RETRIES = re.compile(r"^smg_worker_retries_total(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.M)
+# label values are quoted and may hold "}" or an escaped quote
+RETRIES = re.compile(r'^smg_worker_retries_total(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+([0-9.eE+-]+)\s*$', re.M)
 with open(KEY_FILE) as handle:
     KEY = [line.split("=", 1)[1].strip().strip('"') for line in handle if line.startswith("LLMSERVE_SMG_API_KEY=")][0]
 
@@ -52,7 +53,10 @@ def gateway_retries():
             text = response.read().decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
-    return int(sum(float(value) for value in RETRIES.findall(text)))
+    try:
+        return int(sum(float(value) for value in RETRIES.findall(text)))
+    except (OverflowError, ValueError):  # 1e999, "1.2.3": a count that says nothing
+        return None
 
 
 def post(body):
@@ -101,8 +105,10 @@ def one(kind, send):
         send(entry)
     except urllib.error.HTTPError as exc:
         entry.update(status=exc.code, ok=False, error=exc.read()[:200].decode("utf-8", "replace"))
-    except (OSError, ValueError, KeyError, http.client.HTTPException) as exc:
-        # HTTPException: IncompleteRead when the connection closes in the middle of a chunked body
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, http.client.HTTPException) as exc:
+        # HTTPException: IncompleteRead when the connection closes in the middle of a chunked body; TypeError,
+        # AttributeError, IndexError: an answer of the wrong shape ([] or {"choices": 5}), a failure like any other,
+        # never a thread that dies and takes its count with it
         entry.update(ok=False, error=str(exc)[:200])
         entry.setdefault("status", 0)
     entry["seconds"] = round(time.monotonic() - begin, 3)
