@@ -28,22 +28,16 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_summary import publish  # noqa: E402  pylint: disable=wrong-import-position
-
-
-def _ratio(value, base):
-    if value is None or not base:
-        return None
-    return round(float(value) / float(base), 2)
+from bench_summary import publish, ratio  # noqa: E402  pylint: disable=wrong-import-position
 
 
 PHASES = ("steady", "rollout_through_gateway", "plain_restart_without_drain")
 FIELDS = ("requests", "failed", "p50", "p99")
 
 
-def _streams(phase):
-    streams = phase.get("streams")
-    return None if streams is None else {k: streams.get(k) for k in FIELDS}
+def _counts(workload):
+    """A client workload's counts and latencies, or None when it was not measured."""
+    return None if workload is None else {k: workload.get(k) for k in FIELDS}
 
 
 def summarise(measurements):
@@ -55,14 +49,14 @@ def summarise(measurements):
         hours, minutes, seconds = wall.split(":")
         wall = round(int(hours) * 3600 + int(minutes) * 60 + float(seconds), 1)
     summary = {
-        "steady": {k: steady.get(k) for k in FIELDS},
-        "rollout_through_gateway": {k: rollout.get(k) for k in FIELDS},
-        "plain_restart_without_drain": {k: plain.get(k) for k in FIELDS},
-        "streams": {name: _streams(measurements[name]) for name in PHASES},
+        "steady": _counts(steady),
+        "rollout_through_gateway": _counts(rollout),
+        "plain_restart_without_drain": _counts(plain),
+        "streams": {name: _counts(measurements[name].get("streams")) for name in PHASES},
         "gateway_retries": {name: measurements[name].get("gateway_retries") for name in PHASES},
         "rollout_wall_seconds": wall,
-        "rollout_p50_vs_steady": _ratio(rollout.get("p50"), steady.get("p50")),
-        "rollout_p99_vs_steady": _ratio(rollout.get("p99"), steady.get("p99")),
+        "rollout_p50_vs_steady": ratio(rollout.get("p50"), steady.get("p50")),
+        "rollout_p99_vs_steady": ratio(rollout.get("p99"), steady.get("p99")),
         "plain_failures_sample": [f.get("error") or f.get("status") for f in plain.get("failures") or []][:3],
         "plain_stream_failures_sample": [f.get("error") or f.get("status")
                                          for f in (plain.get("streams") or {}).get("failures") or []][:3],
@@ -71,7 +65,7 @@ def summarise(measurements):
     plain_streams = summary["streams"]["plain_restart_without_drain"]
     failing = measurements.get("failing_config_rollout")
     if failing is not None:
-        summary["failing_config_rollout"] = {k: failing.get(k) for k in ("requests", "failed", "p50", "p99")}
+        summary["failing_config_rollout"] = _counts(failing)
     summary["verdicts"] = {
         "rollout_no_failures": rollout.get("requests", 0) > 0 and rollout.get("failed") == 0 and (
             rollout_streams is None or (rollout_streams["requests"] or 0) > 0 and rollout_streams["failed"] == 0),

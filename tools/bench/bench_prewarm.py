@@ -26,21 +26,18 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_summary import publish  # noqa: E402  pylint: disable=wrong-import-position
+from bench_summary import publish, ratio  # noqa: E402  pylint: disable=wrong-import-position
 
 PHASES = ("drain", "stop", "start", "rejoin", "out_of_rotation", "down")
 MODES = ("never", "auto")
 
 
+def _number(value):
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _seconds(record, phase):
-    value = ((record or {}).get(phase) or {}).get("seconds")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _load_weight(record):
-    startup = ((record or {}).get("startup") or {}).get("startup_time_seconds") or {}
-    value = startup.get("load_weight")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return _number(((record or {}).get(phase) or {}).get("seconds"))
 
 
 def _order(rotation):
@@ -55,15 +52,11 @@ def _median(values):
     return round(statistics.median(values), 2) if values else None
 
 
-def _ratio(value, base):
-    return round(value / base, 3) if base and value is not None else None
-
-
 def worker_numbers(record):
-    numbers = {phase: _seconds(record, phase) for phase in PHASES}
-    numbers["load_weight"] = _load_weight(record)
-    prewarm = (record or {}).get("prewarm") or {}
-    numbers["prewarm"] = prewarm.get("seconds") if isinstance(prewarm.get("seconds"), (int, float)) else None
+    """The phases of one worker's rotation record, SGLang's load_weight time and the pre-warm's read, in seconds."""
+    numbers = {phase: _seconds(record, phase) for phase in PHASES + ("prewarm",)}
+    startup = ((record or {}).get("startup") or {}).get("startup_time_seconds") or {}
+    numbers["load_weight"] = _number(startup.get("load_weight"))
     return numbers
 
 
@@ -81,12 +74,9 @@ def summarise(measurements, max_ratio=0.6):
         if measured["out_of_rotation"] is None:
             problems.append("run %d (%s, %s): no time out of rotation for %s" % (
                 index, run.get("storage"), run.get("prewarm"), first))
-        evicted = run.get("evicted") or {}
         entry = conditions.setdefault(run.get("storage") or "?", {mode: [] for mode in MODES})
         entry.setdefault(run.get("prewarm"), []).append({
-            "measured": first, "control": control, "numbers": measured,
-            "control_out_of_rotation": _seconds(rotation[control], "out_of_rotation"),
-            "resident_after_evict": evicted.get("resident_after"), "bytes": evicted.get("bytes")})
+            "numbers": measured, "control_out_of_rotation": _seconds(rotation[control], "out_of_rotation")})
     summary = {"max_ratio": max_ratio, "conditions": {}, "problems": problems, "verdicts": {}}
     for storage, modes in conditions.items():
         block = {}
@@ -96,9 +86,9 @@ def summarise(measurements, max_ratio=0.6):
                            for key in PHASES + ("load_weight", "prewarm")}
             block[mode]["samples"] = len(runs)
             block[mode]["control_out_of_rotation"] = _median([r["control_out_of_rotation"] for r in runs])
-        block["ratio"] = _ratio(block["auto"]["out_of_rotation"], block["never"]["out_of_rotation"])
-        block["control_ratio"] = _ratio(block["auto"]["control_out_of_rotation"],
-                                        block["never"]["control_out_of_rotation"])
+        block["ratio"] = ratio(block["auto"]["out_of_rotation"], block["never"]["out_of_rotation"], 3)
+        block["control_ratio"] = ratio(block["auto"]["control_out_of_rotation"],
+                                       block["never"]["control_out_of_rotation"], 3)
         summary["conditions"][storage] = block
         summary["verdicts"]["ratio_%s" % storage.replace(" ", "_").replace("/", "_")] = (
             block["ratio"] is not None and block["ratio"] <= max_ratio)

@@ -1,12 +1,19 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What the scenario benchmarks' summarisers share: print the summary's lines under a title, write it as JSON when
-asked, and turn its verdicts into the exit status (0 when every verdict passed)."""
+"""What the scenario benchmarks' summarisers share: a ratio of two measured numbers, and printing the summary's lines
+under a title, writing it as JSON when asked and turning its verdicts into the exit status (0 when all passed)."""
 
 from __future__ import annotations
 
 import json
+
+
+def ratio(value, base, digits=2):
+    """``value / base`` rounded, or None when either was not measured (or the base is 0)."""
+    if value is None or not base:
+        return None
+    return round(float(value) / float(base), digits)
 
 
 def publish(title, lines, summary, json_path=None):
