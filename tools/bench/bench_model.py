@@ -14,7 +14,9 @@ Everything runs on this machine, side by side in one run:
   downloaded over the duration of its staging task as the controller saw it (progress polling included);
 * no change: with the revision in place, samples alternate between the play with the role and the same play without
   it, once with one host and once with ``--hosts`` hosts (all ``localhost`` under other names, connection local,
-  ``forks=1`` so that they run one after the other and every host's work is counted in full). Before each run with
+  ``forks=1`` so that they run one after the other and every host's work is counted in full; then once more with
+  ``--hosts`` hosts and as many forks, as Ansible runs a fleet: what a run's wall time grows by per host when the hosts
+  are worked on at once, here with every host's own work on this same machine too). Before each run with
   the role the weights are dropped from the page cache (POSIX_FADV_DONTNEED), and after it ``fincore`` must find none
   of their pages resident: no weight byte was read. The role's report must say changed false, 0 bytes read, 0 files
   hashed, on every host. One run with ``sglang_model_verify: full`` shows what re-hashing costs instead (not a
@@ -27,8 +29,8 @@ What a no-change run costs is split in two: per host, the wall time the role add
 ``(added(N hosts) - added(1 host)) / (N - 1)`` with the added times medians of the differences between the two
 plays; per run, what is left of ``added(1 host)`` (the configuration check on the controller and the role's
 bookkeeping). Targets (PASS/FAIL each): role rate >= 0.8 x curl's (medians); every no-change run changed nothing
-and read no weights; the added cost per host <= 0.5 s. The check in the store and a plain module call (a stat) of
-the same play are shown beside it.
+and read no weights; the added cost per host <= 0.5 s, one after the other (forks 1) and at once (forks N). The check
+in the store and a plain module call (a stat) of the same play are shown beside it.
 Needs the olah venv (``make model-assets``), an interpreter with huggingface_hub (default: the CPU SGLang venv's,
 ``make engine-assets``), curl and fincore (util-linux), and about 3 x size-mib of free disk in the workdir.
 """
@@ -118,9 +120,9 @@ def _task_seconds(task):
     return round(_stamp(duration["end"]) - _stamp(duration["start"]), 3)
 
 
-def role_run(args, commit, store, with_role, workdir, label, verify="changed", hosts=1):
-    """One ansible-playbook run of the bench play over ``hosts`` hosts (one after the other: forks 1); wall time, the
-    durations of the role's tasks, the role's report of every host."""
+def role_run(args, commit, store, with_role, workdir, label, verify="changed", hosts=1, forks=1):
+    """One ansible-playbook run of the bench play over ``hosts`` hosts, ``forks`` at once (1: one after the other);
+    wall time, the durations of the role's tasks, the role's report of every host."""
     extra = dict(bench_with_role=with_role, sglang_model_repo=REPO, sglang_model_revision=commit,
                  sglang_model_hub_endpoint=args.endpoint, sglang_model_dir=store, sglang_model_python=args.hub_python,
                  sglang_model_group="root", sglang_model_group_create=False, sglang_model_prewarm="never",
@@ -131,7 +133,7 @@ def role_run(args, commit, store, with_role, workdir, label, verify="changed", h
         json.dump(extra, handle)
     playbook = os.path.join(BIN, "ansible-playbook")
     argv = [playbook if os.path.exists(playbook) else "ansible-playbook", "-i", write_inventory(workdir, hosts),
-            PLAYBOOK, "-e", "@" + varfile, "--forks", "1"]
+            PLAYBOOK, "-e", "@" + varfile, "--forks", str(forks)]
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_DEPRECATION_WARNINGS="false")
     start = time.monotonic()
@@ -260,20 +262,21 @@ def main(argv=None):
         weights = [p for p in files if p.endswith(".safetensors")]
 
         nochange = {}
-        for hosts in sorted(set([1, args.hosts])):
+        # (hosts, forks): one host; N hosts one after the other; N hosts at once
+        for hosts, forks in sorted(set([(1, 1), (args.hosts, 1), (args.hosts, args.hosts)])):
             base_runs, role_runs_nc = [], []
             for index in range(args.samples):
                 order = [False, True] if index % 2 == 0 else [True, False]
                 for with_role in order:
                     if with_role:
                         evict(files)
-                    run = role_run(args, commit, store, with_role, logs, "nochange-%dh-%d-%s" % (
-                        hosts, index + 1, "role" if with_role else "base"), hosts=hosts)
+                    run = role_run(args, commit, store, with_role, logs, "nochange-%dh-%df-%d-%s" % (
+                        hosts, forks, index + 1, "role" if with_role else "base"), hosts=hosts, forks=forks)
                     if not with_role:
                         run["ok"] = run["rc"] == 0 and run["changed"] == 0
                         base_runs.append(run)
-                        log("no change, %d host(s), %d/%d, without the role %5.2f s" % (
-                            hosts, index + 1, args.samples, run["wall"]))
+                        log("no change, %d host(s), forks %d, %d/%d, without the role %5.2f s" % (
+                            hosts, forks, index + 1, args.samples, run["wall"]))
                         continue
                     run["resident_after"] = resident_bytes(weights)
                     reports = run["reports"]
@@ -282,15 +285,17 @@ def main(argv=None):
                                  and all(int(r.get("bytes_read", -1)) == 0 and int(r.get("files_hashed", -1)) == 0
                                          and str(r.get("changed")).lower() == "false" for r in reports.values()))
                     role_runs_nc.append(run)
-                    log("no change, %d host(s), %d/%d, with the role    %5.2f s (check in the store %.3f s, plain "
-                        "stat %.3f s; weight bytes in page cache after: %d)%s" % (
-                            hosts, index + 1, args.samples, run["wall"], run["check_seconds"] or -1,
-                            run["plain_module_seconds"] or -1, run["resident_after"], "" if run["ok"] else " NOT CLEAN"))
+                    log("no change, %d host(s), forks %d, %d/%d, with the role    %5.2f s (check in the store %.3f s, "
+                        "plain stat %.3f s; weight bytes in page cache after: %d)%s" % (
+                            hosts, forks, index + 1, args.samples, run["wall"], run["check_seconds"] or -1,
+                            run["plain_module_seconds"] or -1, run["resident_after"],
+                            "" if run["ok"] else " NOT CLEAN"))
             # pairs were taken side by side: the added time is the median of the pairs' differences
             added = median([r["wall"] - b["wall"] for r, b in zip(role_runs_nc, base_runs)])
-            nochange[hosts] = dict(base=base_runs, role=role_runs_nc, added=added,
-                                   check=median([r["check_seconds"] for r in role_runs_nc]),
-                                   plain=median([r["plain_module_seconds"] for r in role_runs_nc]))
+            nochange[(hosts, forks)] = dict(
+                hosts=hosts, forks=forks, base=base_runs, role=role_runs_nc, added=added,
+                check=median([r["check_seconds"] for r in role_runs_nc]),
+                plain=median([r["plain_module_seconds"] for r in role_runs_nc]))
 
         evict(files)
         full = role_run(args, commit, store, True, logs, "verify-full", verify="full")
@@ -304,9 +309,14 @@ def main(argv=None):
     curl_rate = median([r["rate"] for r in curl_runs])
     role_rate = median([r["rate"] for r in role_runs])
     ratio = role_rate / curl_rate if curl_rate and role_rate else 0.0
-    one, many = nochange[1], nochange[max(nochange)]
-    per_host = (round((many["added"] - one["added"]) / (args.hosts - 1), 3)
-                if args.hosts > 1 and many["added"] is not None and one["added"] is not None else None)
+    one = nochange[(1, 1)]
+
+    def per_host_seconds(many):
+        if args.hosts < 2 or many["added"] is None or one["added"] is None:
+            return None
+        return round((many["added"] - one["added"]) / (args.hosts - 1), 3)
+    per_host = per_host_seconds(nochange[(args.hosts, 1)])
+    per_host_parallel = per_host_seconds(nochange[(args.hosts, args.hosts)])
     per_run = round(one["added"] - per_host, 3) if per_host is not None and one["added"] is not None else None
     all_runs = [r for side in nochange.values() for r in side["base"] + side["role"]]
     model_bytes = sum(os.path.getsize(p) for p in files) if files else 0
@@ -318,8 +328,10 @@ def main(argv=None):
         ("model >= 1 GiB", model_bytes >= 1 << 30, model_bytes),
         ("every no-change run changed nothing and read no weight byte", all(r["ok"] for r in all_runs),
          sum(1 for r in all_runs if not r["ok"])),
-        ("no-change cost per host <= %g s" % args.max_host_seconds,
+        ("no-change cost per host <= %g s, hosts one after the other" % args.max_host_seconds,
          per_host is not None and per_host <= args.max_host_seconds, per_host),
+        ("no-change cost per host <= %g s, %d hosts at once" % (args.max_host_seconds, args.hosts),
+         per_host_parallel is not None and per_host_parallel <= args.max_host_seconds, per_host_parallel),
     ]
     wall = time.monotonic() - started
     print()
@@ -333,14 +345,15 @@ def main(argv=None):
         (role_rate or 0) / 1e6, ", ".join("%.1f" % (r["stage_seconds"] or -1) for r in role_runs)))
     print()
     print("ratio role/curl: %.3f" % ratio)
-    for hosts in sorted(nochange):
-        side = nochange[hosts]
-        print("no change, %d host(s), forks 1: whole play with the role %.2f s vs without %.2f s (medians), added %.2f "
-              "s (median of the pairs); the check in the store %.3f s, a plain stat %.3f s (task durations, all "
-              "hosts)" % (hosts, median([r["wall"] for r in side["role"]]), median([r["wall"] for r in side["base"]]),
-                          side["added"], side["check"] or -1, side["plain"] or -1))
-    print("no change: each further host adds %s s; each run adds %s s on top (configuration check, bookkeeping)" % (
-        per_host, per_run))
+    for key in sorted(nochange):
+        side = nochange[key]
+        print("no change, %d host(s), forks %d: whole play with the role %.2f s vs without %.2f s (medians), added "
+              "%.2f s (median of the pairs); the check in the store %.3f s, a plain stat %.3f s (task durations, all "
+              "hosts)" % (side["hosts"], side["forks"], median([r["wall"] for r in side["role"]]),
+                          median([r["wall"] for r in side["base"]]), side["added"], side["check"] or -1,
+                          side["plain"] or -1))
+    print("no change: each further host adds %s s one after the other, %s s with %d hosts at once; each run adds %s s "
+          "on top (configuration check, bookkeeping)" % (per_host, per_host_parallel, args.hosts, per_run))
     print("for contrast, sglang_model_verify full on one host: the check in the store %.2f s, %s bytes read" % (
         full["check_seconds"] or -1, full["report"].get("bytes_read")))
     failed = 0
@@ -353,8 +366,9 @@ def main(argv=None):
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as handle:
             json.dump(dict(size_mib=args.size_mib, model_bytes=model_bytes, curl=curl_runs, role=role_runs,
-                           ratio=ratio, nochange=dict((str(k), v) for k, v in nochange.items()), verify_full=full,
-                           per_host_seconds=per_host, per_run_seconds=per_run,
+                           ratio=ratio, nochange=dict(("%dh-%df" % k, v) for k, v in nochange.items()),
+                           verify_full=full, per_host_seconds=per_host, per_host_seconds_parallel=per_host_parallel,
+                           per_run_seconds=per_run,
                            targets=[dict(name=n, ok=o, measured=m) for n, o, m in checks],
                            loadavg=os.getloadavg(), wall=wall), handle, indent=2)
     if not keep:
