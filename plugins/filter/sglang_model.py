@@ -2,7 +2,8 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters of the sglang_model role: its variables' rules, and the revisions sglang_server's units load.
+"""Filters of the sglang_model role: its variables' rules, what it publishes for a host, and the revisions
+sglang_server's units load.
 
 The logic lives in ``plugin_utils/model_config.py`` and ``module_utils/model_store.py``; this file only adapts it
 to Jinja. Documentation: one ``<filter name>.yml`` next to it per filter.
@@ -38,8 +39,22 @@ def sglang_model_referenced(records, model_dir):
     return referenced_revisions(records, model_dir)
 
 
+def sglang_model_published(done, repo, requested, source, prewarm, resolved=None):
+    """What the role publishes for a host once its revision is usable: ``{resolved, path, report}``."""
+    if not isinstance(done, dict):
+        raise AnsibleFilterError("sglang_model_published: the input must be the result of model_stage, got %s"
+                                 % type(done).__name__)
+    if resolved is not None and not isinstance(resolved, dict):
+        raise AnsibleFilterError("sglang_model_published: resolved must be a dict (sglang_model_resolved), got %s"
+                                 % type(resolved).__name__)
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import published_revision
+
+    return published_revision(done, repo, requested, source, prewarm, resolved)
+
+
 class FilterModule(object):
     """The sglang_model role's filters."""
 
     def filters(self):
-        return {"sglang_model_validate": sglang_model_validate, "sglang_model_referenced": sglang_model_referenced}
+        return {"sglang_model_validate": sglang_model_validate, "sglang_model_referenced": sglang_model_referenced,
+                "sglang_model_published": sglang_model_published}

@@ -137,3 +137,46 @@ def model_config_problems(cfg):
     if not isinstance(group, str) or not re.match(r"[a-z_][a-z0-9_-]*\$?\Z", group or ""):
         err("group", "must be a group name, got %s" % _show(group))
     return problems
+
+
+def _count(value):
+    number = as_int(value)
+    return number if number is not None else 0
+
+
+def published_revision(done, repo, requested, source, prewarm, resolved=None):
+    """What the role publishes once a revision is usable on a host: ``{resolved, path, report}``.
+
+    ``done`` is the result of llmserve.sglang.model_stage: the staging task's, or the check in the store's when the
+    revision was already in place. ``resolved`` is the play's ``sglang_model_resolved`` after a stage; without it the
+    revision in place stands for itself (its record in the store stood in for the hub's answer).
+    """
+    done = done if isinstance(done, dict) else {}
+    serving = as_bool(done.get("serving")) is True
+    if resolved is None:
+        resolved = {"repo": repo, "commit": requested, "floating": False, "manifest": [],
+                    "total_bytes": _count(done.get("bytes")), "files": _count(done.get("files"))}
+    if serving:
+        note = "not needed: this revision is already serving"
+    elif prewarm == "never":
+        note = "off (sglang_model_prewarm: never)"
+    else:
+        note = "not run"
+    report = {
+        "repo": repo,
+        "revision": resolved.get("commit", requested),
+        "requested": requested,
+        "source": source,
+        "path": done.get("path", ""),
+        "bytes": _count(done.get("bytes")),
+        "files": _count(done.get("files")),
+        "changed": as_bool(done.get("changed")) is True,
+        "downloaded_bytes": _count(done.get("downloaded_bytes")),
+        "bytes_read": _count(done.get("bytes_read")),
+        "files_hashed": _count(done.get("files_hashed")),
+        "verified": done.get("verified") or "",
+        "removed": list(done.get("removed") or []),
+        "serving": serving,
+        "prewarm": note,
+    }
+    return {"resolved": resolved, "path": done.get("path", ""), "report": report}

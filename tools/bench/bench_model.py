@@ -154,7 +154,7 @@ def role_run(args, commit, store, with_role, workdir, label, verify="changed", h
         ran = [h for h in task.get("hosts", {}).values() if not h.get("skipped")]
         if " : Stage the revision " in name and ran:
             result["stage_seconds"] = _task_seconds(task)
-        if " : Check the revision in the model store" in name and ran:
+        if " : Check the configuration, then the revision in the model store" in name and ran:
             result["check_seconds"] = _task_seconds(task)
         if name == "A plain module call for comparison" and ran:
             result["plain_module_seconds"] = _task_seconds(task)

@@ -55,8 +55,9 @@ def test_bad_variables_fail_naming_each_one_before_the_host_changes(tmp_path):
                  "sglang_model_keep: must be an integer from 1 to 1000, got 0",
                  "sglang_model_stage_timeout: must be an integer from 60 to 31536000, got 5"):
         assert name in out, name
-    assert "Refuse a model configuration that breaks the store's rules" in out
-    # the first task failed: no virtualenv, no store, no group task ran
+    # the check in the store refused it on the controller: no virtualenv, no store, no group task ran
+    assert "Check the configuration, then the revision in the model store" in out
+    assert "nothing on the host was changed" in out
     assert not (tmp_path / "venv").exists() and not (tmp_path / "store").exists()
     assert "Install huggingface_hub" not in out
     assert TOKEN not in out
