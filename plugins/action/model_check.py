@@ -17,12 +17,11 @@ worker process and a round of templating whether it does anything or not (docs/b
 
 from __future__ import annotations
 
-import re
-
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 
+from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import is_commit
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import (
     model_config_problems,
     published_revision,
@@ -30,7 +29,6 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config impor
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import RangeSpecError, range_problems
 
 MODULE = "llmserve.sglang.model_stage"
-_COMMIT = re.compile(r"[0-9a-f]{40}\Z")
 # model_stage options the check takes from the role's configuration as they are
 _FROM_CONFIG = (("repo", "repo"), ("commit", "revision"), ("dir", "dir"), ("source", "source"),
                 ("verify", "verify"), ("group", "group"), ("allow_pickle", "allow_pickle"))
@@ -77,7 +75,7 @@ class ActionModule(ActionBase):
                               % (len(problems), "; ".join(problems)))
             return result
         revision = config.get("revision")
-        if not isinstance(revision, str) or not _COMMIT.match(revision):
+        if not is_commit(revision):
             # a branch or tag name (allowed by sglang_model_allow_floating_revision): the hub resolves it first
             result.update(skipped=True, skip_reason="%r is resolved on the hub before the store is checked"
                                                     % (revision,))
