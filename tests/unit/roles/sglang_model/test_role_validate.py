@@ -63,6 +63,16 @@ def test_bad_variables_fail_naming_each_one_before_the_host_changes(tmp_path):
     assert TOKEN not in out
 
 
+def test_a_control_character_in_the_store_path_fails_on_the_controller(tmp_path):
+    # a NUL would only fail on the host, an escape sequence would reach the terminal: refused before any host task
+    result = _play(tmp_path, _settings(tmp_path, sglang_model_dir=str(tmp_path / "store") + "\x00x"))
+    out = result.stdout + result.stderr
+    assert result.returncode == 2, out[-3000:]
+    assert "sglang_model_dir: must not contain control characters" in out
+    assert "nothing on the host was changed" in out
+    assert not (tmp_path / "store").exists() and not (tmp_path / "venv").exists()
+
+
 def test_a_floating_revision_is_refused_by_default_and_accepted_when_allowed(tmp_path):
     refused = _play(tmp_path, _settings(tmp_path, sglang_model_revision="v1.0"), "validate")
     assert refused.returncode == 2
