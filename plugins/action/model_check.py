@@ -21,6 +21,12 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import merge_hash
 
+try:
+    # ansible-core 2.21 and later: an action may set host variables as set_fact does
+    from ansible.plugins.action import VariableLayer
+except ImportError:  # ansible-core 2.20: the role publishes with a set_fact task instead
+    VariableLayer = None
+
 from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import is_commit
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import (
     model_config_problems,
@@ -29,6 +35,9 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config impor
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import RangeSpecError, range_problems
 
 MODULE = "llmserve.sglang.model_stage"
+# what the role publishes for a host (publish.yml sets the same three on a host that fetched)
+PUBLISHED_VARIABLES = (("sglang_model_resolved", "resolved"), ("sglang_model_path", "path"),
+                       ("sglang_model_report", "report"))
 # model_stage options the check takes from the role's configuration as they are
 _FROM_CONFIG = (("repo", "repo"), ("commit", "revision"), ("dir", "dir"), ("source", "source"),
                 ("verify", "verify"), ("group", "group"), ("allow_pickle", "allow_pickle"))
@@ -54,12 +63,14 @@ class ActionModule(ActionBase):
 
     _supports_check_mode = True
     _supports_async = False
-    _VALID_ARGS = frozenset(("config", "ranges", "store"))
+    _VALID_ARGS = frozenset(("config", "ranges", "store", "publish"))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         config = self._task.args.get("config")
+        if not isinstance(self._task.args.get("publish", False), bool):
+            raise AnsibleActionFail("model_check: publish must be true or false")
         ranges = self._task.args.get("ranges") or {}
         store = self._task.args.get("store") or {}
         for name, value in (("config", config), ("ranges", ranges), ("store", store)):
@@ -87,6 +98,14 @@ class ActionModule(ActionBase):
             self._remove_tmp_path(self._connection._shell.tmpdir)
         if checked.get("failed") or checked.get("needs_fetch") or checked.get("needs_manifest"):
             return checked
-        checked["published"] = published_revision(checked, config.get("repo"), revision, config.get("source"),
-                                                  config.get("prewarm"))
+        published = published_revision(checked, config.get("repo"), revision, config.get("source"),
+                                       config.get("prewarm"))
+        checked["published"] = published
+        checked["published_as_vars"] = False
+        if VariableLayer is not None and self._task.args.get("publish", False):
+            # the host's variables as set_fact would set them (not facts: nothing reaches a fact cache), so that a
+            # host that holds the revision needs no publishing task of its own
+            self.register_host_variables(dict((name, published[key]) for name, key in PUBLISHED_VARIABLES),
+                                         VariableLayer.EPHEMERAL_FACT)
+            checked["published_as_vars"] = True
         return checked

@@ -47,6 +47,15 @@ options:
     description: Variable name to C([value, minimum, maximum]) for the numeric variables (C(llmserve.sglang.range_problems)).
     type: dict
     default: {}
+  publish:
+    description:
+      - When the revision is in place, also set the host variables C(sglang_model_resolved), C(sglang_model_path) and
+        C(sglang_model_report) from RV(published), as M(ansible.builtin.set_fact) would (not as facts, so nothing
+        reaches a fact cache); RV(published_as_vars) says whether it did.
+      - Needs ansible-core 2.21 or later (an action's host variables). On an older ansible-core nothing is set and
+        the caller publishes RV(published) itself; the role does so with a M(ansible.builtin.set_fact) task.
+    type: bool
+    default: false
   store:
     description: Further options of the check in the store, passed to M(llmserve.sglang.model_stage).
     type: dict
@@ -101,6 +110,12 @@ EXAMPLES = r"""
       unit_records: /etc/sglang
       good_records: /var/lib/llmserve-sglang
   register: model_in_store
+
+- name: The same, and set sglang_model_path and the rest for the host when the revision is in place
+  llmserve.sglang.model_check:
+    config: "{{ __sglang_model_cfg }}"
+    publish: true
+  register: model_in_store
 """
 
 RETURN = r"""
@@ -124,6 +139,11 @@ published:
     report:
       description: The model report (C(sglang_model_report)).
       type: dict
+published_as_vars:
+  description: Whether the host variables were set from RV(published) (O(publish) on ansible-core 2.21 or later).
+  returned: when the revision was verified in place
+  type: bool
+  sample: true
 path:
   description: The revision's directory (the rest of M(llmserve.sglang.model_stage)'s return values come too).
   returned: when the store was checked

@@ -11,6 +11,8 @@ import os
 
 import pytest
 
+from ansible.plugins.action import ActionBase
+
 from ansible_collections.llmserve.sglang.plugins.action.model_check import check_args
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import published_revision
 from ansible_collections.llmserve.sglang.tests.unit.plugins.action.test_model_stage_action import (
@@ -31,11 +33,13 @@ def config(store, python, **overrides):
     return cfg
 
 
-def check_task(store, python, register="b", ranges=None, **overrides):
+def check_task(store, python, register="b", ranges=None, publish=None, **overrides):
     args = {"config": config(store, python, **overrides),
             "ranges": ranges or {"sglang_model_keep": [2, 1, 1000]},
             "store": {"keep": 2, "unit_records": os.path.join(store, "no-units"),
                       "good_records": os.path.join(store, "no-good")}}
+    if publish is not None:
+        args["publish"] = publish
     return {"llmserve.sglang.model_check": args, "register": register, "ignore_errors": True}
 
 
@@ -90,6 +94,47 @@ def test_revision_in_place_is_verified_without_reading_and_published(tmp_path):
     assert report["changed"] is False and report["serving"] is False and report["prewarm"] == "not run"
     # the hub was asked only by the stage
     assert len(hub.calls()) == calls
+
+
+# what a task after the check sees of the three variables the role publishes
+SHOW_PUBLISHED = {"ansible.builtin.set_fact": {"c": "{{ {'resolved': sglang_model_resolved | default('unset'), "
+                                                    "'path': sglang_model_path | default('unset'), "
+                                                    "'report': sglang_model_report | default('unset')} }}"}}
+
+
+@needs_root
+@pytest.mark.parametrize("publish", [True, False])
+def test_publish_sets_the_host_variables_on_ansible_core_that_can(tmp_path, publish):
+    hub = FakeHub(tmp_path, commit=C1, files={"config.json": "{}", "a.safetensors": {"size": 1000, "lfs": True}})
+    store = str(tmp_path / "models")
+    rc, out, data, _async_dir = play(tmp_path, [stage_task(hub, store, "a"),
+                                                check_task(store, hub.python, publish=publish), SHOW_PUBLISHED])
+    assert rc == 0, out
+    b, seen = data["b"], data["c"]
+    # ansible-core 2.21 lets an action set host variables; on 2.20 (make compat-unit) the role's set_fact does it
+    can = publish and hasattr(ActionBase, "register_host_variables")
+    assert b["published_as_vars"] is can, b
+    if can:
+        assert seen == b["published"], seen
+        assert seen["path"] == os.path.join(store, "llmserve--tiny", C1) and seen["report"]["bytes_read"] == 0
+    else:
+        assert seen == {"resolved": "unset", "path": "unset", "report": "unset"}, seen
+
+
+@needs_root
+def test_publish_sets_nothing_when_the_revision_must_be_fetched(tmp_path):
+    hub = FakeHub(tmp_path, commit=C1)
+    rc, out, data, _async_dir = play(tmp_path, [check_task(str(tmp_path / "models"), hub.python, publish=True),
+                                                SHOW_PUBLISHED])
+    assert rc == 0, out
+    assert data["b"]["needs_fetch"] is True and "published_as_vars" not in data["b"]
+    assert data["c"] == {"resolved": "unset", "path": "unset", "report": "unset"}
+
+
+def test_publish_must_be_a_boolean(tmp_path):
+    rc, out, data, _async_dir = play(tmp_path, [check_task(str(tmp_path / "models"), "/usr/bin/python3",
+                                                           publish="yes")])
+    assert data["b"]["failed"] is True and "publish must be true or false" in data["b"]["msg"], data["b"]
 
 
 def test_check_args_take_the_store_options_from_the_configuration():
