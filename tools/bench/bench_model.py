@@ -14,23 +14,26 @@ Everything runs on this machine, side by side in one run:
   downloaded over the duration of its staging task as the controller saw it (progress polling included);
 * no change: with the revision in place, samples alternate between the play with the role and the same play without
   it, once with one host and once with ``--hosts`` hosts (all ``localhost`` under other names, connection local,
-  ``forks=1`` so that they run one after the other and every host's work is counted in full; then once more with
-  ``--hosts`` hosts and as many forks, as Ansible runs a fleet: what a run's wall time grows by per host when the hosts
-  are worked on at once, here with every host's own work on this same machine too). Before each run with
+  ``forks=1`` so that they run one after the other and every host's work is counted in full; then with ``--hosts``
+  hosts at ansible-core's default of 5 forks and at as many forks as hosts, as Ansible runs a fleet: what a run's
+  wall time grows by per host when the hosts are worked on at once, here with every host's own work on this same
+  machine too). Before each run with
   the role the weights are dropped from the page cache (POSIX_FADV_DONTNEED), and after it ``fincore`` must find none
   of their pages resident: no weight byte was read. The role's report must say changed false, 0 bytes read, 0 files
   hashed, on every host. One run with ``sglang_model_verify: full`` shows what re-hashing costs instead (not a
   target).
 
     python tools/bench/bench_model.py [--size-mib 1024] [--download-samples 2] [--samples 5] [--hosts 8]
-        [--json FILE] [--workdir DIR] [--min-rate-ratio 0.8] [--max-host-seconds 0.5]
+        [--json FILE] [--workdir DIR] [--min-rate-ratio 0.8] [--max-host-seconds 0.5] [--max-sequential-calls 1.5]
 
 What a no-change run costs is split in two: per host, the wall time the role adds for each further host,
 ``(added(N hosts) - added(1 host)) / (N - 1)`` with the added times medians of the differences between the two
 plays; per run, what is left of ``added(1 host)`` (the configuration check on the controller and the role's
 bookkeeping). Targets (PASS/FAIL each): role rate >= 0.8 x curl's (medians); every no-change run changed nothing
-and read no weights; the added cost per host <= 0.5 s, one after the other (forks 1) and at once (forks N). The check
-in the store and a plain module call (a stat) of the same play are shown beside it.
+and read no weights; the added cost per host <= 0.5 s at the default forks and at forks N. One after the other
+(forks 1) a host cannot cost less than the one module call that looks at its store, so there the target is relative:
+the added cost per host <= 1.5 plain module calls (a stat in the same play, per host; the check in the store and the
+stat are shown beside it).
 Needs the olah venv (``make model-assets``), an interpreter with huggingface_hub (default: the CPU SGLang venv's,
 ``make engine-assets``), curl and fincore (util-linux), and about 3 x size-mib of free disk in the workdir.
 """
@@ -58,6 +61,8 @@ from olah_server import OlahServer  # noqa: E402  pylint: disable=wrong-import-p
 BIN = os.path.dirname(sys.executable)
 CACHE = os.environ.get("LLMSERVE_CACHE", "/var/cache/llmserve")
 REPO = "llmserve-bench/big-model"
+# ansible-core's DEFAULT_FORKS: how many hosts a run works on at once unless told otherwise
+ANSIBLE_DEFAULT_FORKS = 5
 WEIGHTS = "model.safetensors"
 CHUNK = 16 << 20
 
@@ -196,6 +201,8 @@ def main(argv=None):
     parser.add_argument("--samples", type=int, default=5, help="no-change pairs, with and without the role")
     parser.add_argument("--min-rate-ratio", type=float, default=0.8, help="target: role rate / curl rate")
     parser.add_argument("--hosts", type=int, default=8, help="hosts of the many-host no-change runs (default 8)")
+    parser.add_argument("--max-sequential-calls", type=float, default=1.5,
+                        help="target: the no-change cost per host at forks 1 in plain module calls (default 1.5)")
     parser.add_argument("--max-host-seconds", type=float, default=0.5,
                         help="target: what each host adds to a no-change run, seconds")
     parser.add_argument("--olah-venv", default=os.environ.get("LLMSERVE_OLAH_VENV", CACHE + "/venv-olah"))
@@ -262,8 +269,9 @@ def main(argv=None):
         weights = [p for p in files if p.endswith(".safetensors")]
 
         nochange = {}
-        # (hosts, forks): one host; N hosts one after the other; N hosts at once
-        for hosts, forks in sorted(set([(1, 1), (args.hosts, 1), (args.hosts, args.hosts)])):
+        # (hosts, forks): one host; N hosts one after the other; N hosts at Ansible's default forks; N hosts at once
+        for hosts, forks in sorted(set([(1, 1), (args.hosts, 1), (args.hosts, min(args.hosts, ANSIBLE_DEFAULT_FORKS)),
+                                        (args.hosts, args.hosts)])):
             base_runs, role_runs_nc = [], []
             for index in range(args.samples):
                 order = [False, True] if index % 2 == 0 else [True, False]
@@ -316,7 +324,13 @@ def main(argv=None):
             return None
         return round((many["added"] - one["added"]) / (args.hosts - 1), 3)
     per_host = per_host_seconds(nochange[(args.hosts, 1)])
+    per_host_default = per_host_seconds(nochange[(args.hosts, min(args.hosts, ANSIBLE_DEFAULT_FORKS))])
     per_host_parallel = per_host_seconds(nochange[(args.hosts, args.hosts)])
+    # one after the other a host costs at least one module call: the plain stat of the same play, per host
+    plain_per_host = (nochange[(args.hosts, 1)]["plain"] / args.hosts
+                      if nochange[(args.hosts, 1)]["plain"] is not None else None)
+    sequential_calls = (round(per_host / plain_per_host, 2)
+                        if per_host is not None and plain_per_host else None)
     per_run = round(one["added"] - per_host, 3) if per_host is not None and one["added"] is not None else None
     all_runs = [r for side in nochange.values() for r in side["base"] + side["role"]]
     model_bytes = sum(os.path.getsize(p) for p in files) if files else 0
@@ -328,10 +342,14 @@ def main(argv=None):
         ("model >= 1 GiB", model_bytes >= 1 << 30, model_bytes),
         ("every no-change run changed nothing and read no weight byte", all(r["ok"] for r in all_runs),
          sum(1 for r in all_runs if not r["ok"])),
-        ("no-change cost per host <= %g s, hosts one after the other" % args.max_host_seconds,
-         per_host is not None and per_host <= args.max_host_seconds, per_host),
+        ("no-change cost per host <= %g s, %d hosts at Ansible's default forks (%d)" % (
+            args.max_host_seconds, args.hosts, min(args.hosts, ANSIBLE_DEFAULT_FORKS)),
+         per_host_default is not None and per_host_default <= args.max_host_seconds, per_host_default),
         ("no-change cost per host <= %g s, %d hosts at once" % (args.max_host_seconds, args.hosts),
          per_host_parallel is not None and per_host_parallel <= args.max_host_seconds, per_host_parallel),
+        ("no-change cost per host one after the other <= %g plain module calls (%s s per host)" % (
+            args.max_sequential_calls, round(plain_per_host, 3) if plain_per_host else None),
+         sequential_calls is not None and sequential_calls <= args.max_sequential_calls, sequential_calls),
     ]
     wall = time.monotonic() - started
     print()
@@ -352,13 +370,15 @@ def main(argv=None):
               "hosts)" % (side["hosts"], side["forks"], median([r["wall"] for r in side["role"]]),
                           median([r["wall"] for r in side["base"]]), side["added"], side["check"] or -1,
                           side["plain"] or -1))
-    print("no change: each further host adds %s s one after the other, %s s with %d hosts at once; each run adds %s s "
-          "on top (configuration check, bookkeeping)" % (per_host, per_host_parallel, args.hosts, per_run))
+    print("no change: each further host adds %s s one after the other (%s plain module calls of %s s), %s s at "
+          "forks %d, %s s with %d hosts at once; each run adds %s s on top (configuration check, bookkeeping)" % (
+              per_host, sequential_calls, round(plain_per_host, 3) if plain_per_host else None, per_host_default,
+              min(args.hosts, ANSIBLE_DEFAULT_FORKS), per_host_parallel, args.hosts, per_run))
     print("for contrast, sglang_model_verify full on one host: the check in the store %.2f s, %s bytes read" % (
         full["check_seconds"] or -1, full["report"].get("bytes_read")))
     failed = 0
     for name, ok, measured in checks:
-        print("target %-62s %s (measured %s)" % (name, "PASS" if ok else "FAIL", measured))
+        print("target %-74s %s (measured %s)" % (name, "PASS" if ok else "FAIL", measured))
         failed += 0 if ok else 1
     print("bench-model: %d targets passed, %d failed; logs in %s" % (
         len(checks) - failed, failed, logs if keep else "(removed; --workdir keeps them)"))
@@ -368,6 +388,7 @@ def main(argv=None):
             json.dump(dict(size_mib=args.size_mib, model_bytes=model_bytes, curl=curl_runs, role=role_runs,
                            ratio=ratio, nochange=dict(("%dh-%df" % k, v) for k, v in nochange.items()),
                            verify_full=full, per_host_seconds=per_host, per_host_seconds_parallel=per_host_parallel,
+                           per_host_seconds_default_forks=per_host_default, sequential_module_calls=sequential_calls,
                            per_run_seconds=per_run,
                            targets=[dict(name=n, ok=o, measured=m) for n, o, m in checks],
                            loadavg=os.getloadavg(), wall=wall), handle, indent=2)
