@@ -24,7 +24,8 @@
 # Then the model store (BENCH_NO_MODEL=1 skips it, about 11 minutes): tools/bench/bench_model.py serves a 1 GiB model
 # from olah on 127.0.0.1 and compares the sglang_model role's download with curl's of the same file, side by side,
 # then measures runs that change nothing (no weight byte read, checked with fincore). Targets: role rate >= 0.8 x
-# curl's; what each host adds to a no-change run <= 0.5 s, hosts one after the other and all at once. Results: reports/bench_model.json, logs under
+# curl's; what each host adds to a no-change run <= 0.5 s at ansible-core's default forks and with all hosts at once,
+# and <= 1.5 plain module calls one after the other. Results: reports/bench_model.json, logs under
 # reports/bench_model/. It needs `make model-assets` and `make engine-assets` (make bench runs both).
 # Then the fleet (BENCH_NO_FLEET=1 skips it, about 25 minutes): `molecule test -s fleet` (one smg gateway, two
 # real SGLang CPU workers) measures a client stream through the gateway in steady state, during restart.yml and
