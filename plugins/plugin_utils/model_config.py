@@ -24,6 +24,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     check_repo,
     check_revision,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import control_problem
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool, as_int, blank
 
 SOURCES = ("hub", "path")
@@ -39,23 +40,9 @@ def _show(value):
     return repr(value)[:120] if isinstance(value, str) else str(value)[:120]
 
 
-# A control character (NUL, newline, ESC...) in a path on the host would only fail there, or worse, be written into
-# a unit file or a log line as it is: refused here, naming the variable.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
 def _absolute(value):
     return isinstance(value, str) and value.startswith("/") and not value.startswith("//") \
-        and os.path.normpath(value) == value and not _CONTROL.search(value)
-
-
-def _control_problem(value):
-    """The rule a path breaks when it holds a control character, or None."""
-    found = _CONTROL.search(value) if isinstance(value, str) else None
-    if found is None:
-        return None
-    return "must not contain control characters, found %r at offset %d in %s" % (
-        found.group(), found.start(), _show(value))
+        and os.path.normpath(value) == value
 
 
 def model_config_problems(cfg):
@@ -111,20 +98,19 @@ def model_config_problems(cfg):
                             "fragment or spaces, got %s" % _show(endpoint))
 
     source_path = cfg.get("source_path")
-    # the paths the role uses on the host, each only where its setting is in use
+    # the paths the role uses on the host, each only where its setting is in use: a control character would only
+    # fail there, or reach a unit file or a log line as it is
     paths_in_use = (("source_path", source_path, source == "path"), ("dir", cfg.get("dir"), True),
                     ("python", cfg.get("python"), True), ("venv", cfg.get("venv_path"), as_bool(cfg.get("venv"))),
                     ("wheelhouse", cfg.get("wheelhouse"), install == "wheelhouse"))
     for name, value, in_use in paths_in_use:
-        rule = _control_problem(value) if in_use else None
+        rule = control_problem(value) if in_use and isinstance(value, str) else None
         if rule:
             err(name, rule)
-    if source == "path" and not _absolute(source_path) and not _control_problem(source_path):
+    if source == "path" and not _absolute(source_path):
         err("source_path", "must be an absolute, normalised directory on the host when sglang_model_source is "
                            "path, got %s" % _show(source_path))
-    if _control_problem(cfg.get("dir")):
-        pass
-    elif not _absolute(cfg.get("dir")) or cfg.get("dir") == "/":
+    if not _absolute(cfg.get("dir")) or cfg.get("dir") == "/":
         err("dir", "must be an absolute, normalised path other than '/', got %s" % _show(cfg.get("dir")))
     elif source == "path" and _absolute(source_path) and (
             source_path + "/").startswith(cfg["dir"].rstrip("/") + "/"):
@@ -145,14 +131,13 @@ def model_config_problems(cfg):
     if install == "none" and blank(python):
         err("python", "is required when sglang_model_install is none (and sglang_server_python is not set): an "
                       "interpreter that has huggingface_hub")
-    elif not blank(python) and not _absolute(python) and not _control_problem(python):
+    elif not blank(python) and not _absolute(python):
         err("python", "must be an absolute path to an interpreter, got %s" % _show(python))
     # the role's own virtualenv (no sglang_model_python given) installs offline from the wheelhouse in that mode
     if install == "wheelhouse" and as_bool(cfg.get("venv")) and blank(cfg.get("wheelhouse")):
         err("wheelhouse", "is required when sglang_model_install is wheelhouse (it follows sglang_server_wheelhouse): "
                           "the directory of wheels on the host that holds huggingface_hub and its dependencies")
-    if as_bool(cfg.get("venv")) and not _control_problem(cfg.get("venv_path")) and (
-            not _absolute(cfg.get("venv_path")) or cfg.get("venv_path") == "/"):
+    if as_bool(cfg.get("venv")) and (not _absolute(cfg.get("venv_path")) or cfg.get("venv_path") == "/"):
         err("venv", "must be an absolute, normalised path other than '/', got %s" % _show(cfg.get("venv_path")))
     version = cfg.get("hub_version")
     if not isinstance(version, str) or not _VERSION.match(version):

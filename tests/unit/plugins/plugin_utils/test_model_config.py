@@ -127,7 +127,8 @@ def test_every_broken_rule_is_reported_at_once():
     assert names == ["sglang_model_verify", "sglang_model_repo", "sglang_model_revision", "sglang_model_group"]
 
 
-@pytest.mark.parametrize("bad", ["\x00", "\n", "\x1b[2J", "\r", "\x7f", "\t"])
+@pytest.mark.parametrize("bad,char", [("\x00", "NUL"), ("\n", "LF"), ("\x1b[2J", "ESC"), ("\r", "CR"),
+                                      ("\x7f", "DEL"), ("\t", "TAB"), ("\x85", "NEL"), ("\u2028", "LINE SEPARATOR")])
 @pytest.mark.parametrize("name,variable,overrides", [
     ("dir", "sglang_model_dir", dict()),
     ("source_path", "sglang_model_source_path", dict(source="path")),
@@ -135,13 +136,13 @@ def test_every_broken_rule_is_reported_at_once():
     ("venv_path", "sglang_model_venv", dict()),
     ("wheelhouse", "sglang_model_wheelhouse", dict(install="wheelhouse")),
 ])
-def test_a_control_character_in_a_path_is_refused_naming_the_variable(name, variable, overrides, bad):
+def test_a_control_character_in_a_path_is_refused_naming_the_variable(name, variable, overrides, bad, char):
     # each path is valid without the character, so the control character is the only rule broken
     good = dict(dir="/var/lib/models", source_path="/mnt/nfs/qwen", python="/opt/venv/bin/python",
                 venv_path="/opt/llmserve-model-venv", wheelhouse="/opt/wheels")[name]
     assert model_config_problems(cfg(**dict(overrides, **{name: good}))) == []
     message = only(model_config_problems(cfg(**dict(overrides, **{name: good[:5] + bad + good[5:]}))), variable)
-    assert "control characters" in message and "offset 5" in message
+    assert message == "%s: contains a control character (%s at offset 5)" % (variable, char)
     # the message shows the character escaped, never as the raw byte
     assert bad not in message
 
