@@ -212,6 +212,7 @@ def main(argv=None):
     parser.add_argument("--json", help="write all measurements to this file")
     parser.add_argument("--workdir", help="keep logs here (default: a temporary directory, removed at the end)")
     args = parser.parse_args(argv)
+    default_forks = min(args.hosts, ANSIBLE_DEFAULT_FORKS)
     if args.size_mib < 1024:
         log("note: --size-mib %d is under 1 GiB; the issue's no-change target asks for a model of at least 1 GiB"
             % args.size_mib)
@@ -270,7 +271,7 @@ def main(argv=None):
 
         nochange = {}
         # (hosts, forks): one host; N hosts one after the other; N hosts at Ansible's default forks; N hosts at once
-        for hosts, forks in sorted(set([(1, 1), (args.hosts, 1), (args.hosts, min(args.hosts, ANSIBLE_DEFAULT_FORKS)),
+        for hosts, forks in sorted(set([(1, 1), (args.hosts, 1), (args.hosts, default_forks),
                                         (args.hosts, args.hosts)])):
             base_runs, role_runs_nc = [], []
             for index in range(args.samples):
@@ -324,11 +325,12 @@ def main(argv=None):
             return None
         return round((many["added"] - one["added"]) / (args.hosts - 1), 3)
     per_host = per_host_seconds(nochange[(args.hosts, 1)])
-    per_host_default = per_host_seconds(nochange[(args.hosts, min(args.hosts, ANSIBLE_DEFAULT_FORKS))])
+    per_host_default = per_host_seconds(nochange[(args.hosts, default_forks)])
     per_host_parallel = per_host_seconds(nochange[(args.hosts, args.hosts)])
     # one after the other a host costs at least one module call: the plain stat of the same play, per host
-    plain_per_host = (nochange[(args.hosts, 1)]["plain"] / args.hosts
-                      if nochange[(args.hosts, 1)]["plain"] is not None else None)
+    plain = nochange[(args.hosts, 1)]["plain"]
+    plain_per_host = plain / args.hosts if plain is not None else None
+    plain_shown = round(plain_per_host, 3) if plain_per_host else None
     sequential_calls = (round(per_host / plain_per_host, 2)
                         if per_host is not None and plain_per_host else None)
     per_run = round(one["added"] - per_host, 3) if per_host is not None and one["added"] is not None else None
@@ -343,12 +345,12 @@ def main(argv=None):
         ("every no-change run changed nothing and read no weight byte", all(r["ok"] for r in all_runs),
          sum(1 for r in all_runs if not r["ok"])),
         ("no-change cost per host <= %g s, %d hosts at Ansible's default forks (%d)" % (
-            args.max_host_seconds, args.hosts, min(args.hosts, ANSIBLE_DEFAULT_FORKS)),
+            args.max_host_seconds, args.hosts, default_forks),
          per_host_default is not None and per_host_default <= args.max_host_seconds, per_host_default),
         ("no-change cost per host <= %g s, %d hosts at once" % (args.max_host_seconds, args.hosts),
          per_host_parallel is not None and per_host_parallel <= args.max_host_seconds, per_host_parallel),
         ("no-change cost per host one after the other <= %g plain module calls (%s s per host)" % (
-            args.max_sequential_calls, round(plain_per_host, 3) if plain_per_host else None),
+            args.max_sequential_calls, plain_shown),
          sequential_calls is not None and sequential_calls <= args.max_sequential_calls, sequential_calls),
     ]
     wall = time.monotonic() - started
@@ -372,8 +374,8 @@ def main(argv=None):
                           side["plain"] or -1))
     print("no change: each further host adds %s s one after the other (%s plain module calls of %s s), %s s at "
           "forks %d, %s s with %d hosts at once; each run adds %s s on top (configuration check, bookkeeping)" % (
-              per_host, sequential_calls, round(plain_per_host, 3) if plain_per_host else None, per_host_default,
-              min(args.hosts, ANSIBLE_DEFAULT_FORKS), per_host_parallel, args.hosts, per_run))
+              per_host, sequential_calls, plain_shown, per_host_default, default_forks, per_host_parallel,
+              args.hosts, per_run))
     print("for contrast, sglang_model_verify full on one host: the check in the store %.2f s, %s bytes read" % (
         full["check_seconds"] or -1, full["report"].get("bytes_read")))
     failed = 0
