@@ -291,6 +291,10 @@ def is_finite_positive(value):
         return False
 
 
+# Seconds a request needs at least (or request_timeout when that is smaller) to be worth sending near the deadline.
+LEAST_REQUEST_BUDGET = 0.25
+
+
 class Deadline(object):
     """A total time budget on a monotonic clock."""
 
@@ -499,8 +503,15 @@ def wait_for_endpoint(probe, timeout, interval, request_timeout, success_codes, 
         if problem:
             failure = problem
 
+    # A request sent with only a few milliseconds left can only time out, and its -1 would replace the last real
+    # answer in the result and the message. The last pause is shortened so that the last request has this much
+    # time, and when a late wake-up left less, no request is sent and the wait runs out without one.
+    least_budget = min(float(request_timeout), LEAST_REQUEST_BUDGET)
     while failure is None:
         remaining = deadline.remaining()
+        if 0 < remaining < least_budget and result["attempts"]:
+            sleep(remaining)
+            continue
         if remaining <= 0:
             failure = "timed out after %s s waiting for %s to answer %s; last answer %s%s" % (
                 _fmt_seconds(timeout), url, _fmt_codes(success_codes),
@@ -532,7 +543,10 @@ def wait_for_endpoint(probe, timeout, interval, request_timeout, success_codes, 
             if problem:
                 failure = "%s (last answer from %s: %s)" % (problem, url, describe_status(status))
                 break
-        pause = min(float(interval), deadline.remaining())
+        remaining = deadline.remaining()
+        pause = min(float(interval), remaining)
+        if least_budget < remaining < pause + least_budget:
+            pause = remaining - least_budget
         if pause > 0:
             sleep(pause)
 

@@ -18,6 +18,9 @@ description:
   - The wait has a strict total deadline (O(timeout)) measured on a monotonic clock. Every request, from connect to
     the last byte of the body, has one wall-clock limit (O(request_timeout), capped by the time that is left), which
     a server cannot stretch by sending slowly, so the module returns within O(timeout) plus about one second.
+  - Near the deadline the last pause is shortened so that the last request still has 0.25 s (or O(request_timeout)
+    when that is shorter), and no request is sent with less time left, so RV(status) and RV(msg) show the last
+    answer the server could give rather than a timeout the deadline caused.
   - A refused or reset connection, a DNS or TLS error and a request timeout are reported as status V(-1) and,
     like every status that is neither in O(status_code) nor in O(fail_status_code), mean "not yet", so polling goes on.
   - Redirects are never followed. A C(3xx) answer means "not yet" (unless it is listed in O(status_code)) and its

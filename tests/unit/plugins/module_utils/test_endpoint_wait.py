@@ -266,10 +266,64 @@ def test_sleep_never_passes_the_deadline():
     probe = Timeline(clock, [], default=(503, 0.0))
     result = run(clock, probe, timeout=1.0, interval=0.4)
     assert result["failed"]
-    assert clock.sleeps == pytest.approx([0.4, 0.4, 0.2])
+    # 0, 0.4, then 0.6 s left: the pause is cut to 0.35 so the last request has its 0.25 s
+    assert clock.sleeps == pytest.approx([0.4, 0.35, 0.25])
     assert result["attempts"] == 3
     assert result["elapsed"] == pytest.approx(1.0)
     assert "last answer 503 (Service Unavailable)" in result["msg"]
+
+
+def test_the_last_pause_leaves_the_last_request_its_time():
+    # the CI failure this guards against: a request sent 4.5 ms before the deadline timed out, and its -1 replaced
+    # the redirect that every earlier request had answered, in the status and in the message
+    clock = FakeClock()
+    probe = Timeline(clock, [], default=(302, 0.24))
+    result = run(clock, probe, timeout=1.0, interval=0.25, success_codes=[200])
+    # 0 -> 0.24, pause 0.25, 0.49 -> 0.73: 0.27 s left, so the pause is 0.02 and the last request has 0.25 s
+    assert clock.sleeps == pytest.approx([0.25, 0.02, 0.01])
+    assert probe.timeouts == pytest.approx([1.0, 0.51, 0.25])  # each capped by the time left
+    assert result["failed"] and result["attempts"] == 3 and result["status"] == 302
+    assert "last answer 302" in result["msg"] and "timed out after 1 s" in result["msg"]
+    assert [(e["status"], e["count"]) for e in result["status_history"]] == [(302, 3)]
+    assert result["elapsed"] == pytest.approx(1.0)
+
+
+class LateClock(FakeClock):
+    """A loaded machine: every sleep returns ``late`` seconds after it should."""
+
+    def __init__(self, late):
+        super(LateClock, self).__init__()
+        self.late = late
+
+    def sleep(self, seconds):
+        super(LateClock, self).sleep(seconds)
+        self.now += self.late
+
+
+def test_no_request_is_sent_that_could_only_time_out():
+    clock = LateClock(0.2)
+    probe = Timeline(clock, [], default=(302, 0.0))
+    result = run(clock, probe, timeout=1.0, interval=0.25, success_codes=[200])
+    # 0, pause 0.25 woke at 0.45; pause 0.25 woke at 0.9: 0.1 s left is not enough for a request
+    assert result["attempts"] == 2 and probe.timeouts == pytest.approx([1.0, 0.55])
+    assert result["failed"] and result["status"] == 302 and "last answer 302" in result["msg"]
+    assert result["elapsed"] >= 1.0
+
+
+def test_a_short_request_timeout_lowers_the_least_budget():
+    clock = FakeClock()
+    probe = Timeline(clock, [], default=(503, 0.04))
+    # requests end at 0.04, 0.33, 0.62, 0.91; 0.06 s are left after the last pause, enough for a 0.05 s request
+    result = run(clock, probe, timeout=1.22, interval=0.25, request_timeout=0.05)
+    assert result["attempts"] == 5 and probe.timeouts[-1] == pytest.approx(0.05)
+    assert result["status"] == 503 and result["elapsed"] == pytest.approx(1.22)
+
+
+def test_the_first_request_is_sent_even_with_a_shorter_timeout():
+    clock = FakeClock()
+    probe = Timeline(clock, [(200, 0.05)])
+    result = run(clock, probe, timeout=0.1, request_timeout=30)
+    assert result["ready"] and result["attempts"] == 1 and probe.timeouts == [pytest.approx(0.1)]
 
 
 def test_consecutive_successes_reset_by_a_miss():
