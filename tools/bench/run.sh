@@ -129,7 +129,9 @@ fi
 if [ "${BENCH_NO_FLEET:-0}" != 1 ]; then
   echo "== fleet: molecule test -s fleet (log: reports/bench_fleet.log)"
   mkdir -p "$root/reports"; rm -f "$root/reports/bench_fleet_raw.json"
-  if (cd "$root" && LLMSERVE_FLEET_REPORT="$root/reports/bench_fleet_raw.json" molecule test -s fleet) \
+  # streams of 1200 tokens outlast the workers' stop timeout: the plain restart cuts them, the drain does not
+  if (cd "$root" && LLMSERVE_FLEET_REPORT="$root/reports/bench_fleet_raw.json" \
+      LLMSERVE_FLEET_STREAM_TOKENS="${LLMSERVE_FLEET_STREAM_TOKENS:-1200}" molecule test -s fleet) \
       >"$root/reports/bench_fleet.log" 2>&1; then
     "$python" "$here/bench_fleet.py" "$root/reports/bench_fleet_raw.json" --json "$root/reports/bench_fleet.json" \
       || status=1
