@@ -476,13 +476,15 @@ class Stager(object):
     def _totals(self, manifest):
         self.result.update(bytes=sum(entry["size"] for entry in manifest), files=len(manifest))
 
-    def _refuse_by_policy(self, manifest):
-        """model_revision's refusals, made again on a manifest that comes from the record: the inventory may have
-        changed its mind since the revision was staged."""
+    def _refuse_by_policy(self, manifest, root):
+        """model_revision's refusals, made on the verified files under ``root``: on a staged revision before it is
+        published (the hub's answer at resolve time was read from a config.json nobody had verified yet, and a hub can
+        serve another one to the download), and on a revision in place whose manifest comes from its record (the
+        inventory may have changed its mind since it was staged)."""
         names = [entry["path"] for entry in manifest]
         config, config_error = None, None
         if "config.json" in names and not self.params["allow_remote_code"]:
-            data = read_small_file(os.path.join(self.rev, "config.json"), CONFIG_MAX)
+            data = read_small_file(os.path.join(root, "config.json"), CONFIG_MAX)
             try:
                 config = json.loads(data.decode("utf-8")) if data is not None else None
             except (ValueError, RecursionError):
@@ -609,12 +611,16 @@ class Stager(object):
             raise StageError("fetching %s@%s from %s failed%s: %s; the files fetched so far stay in %s for the next "
                              "run" % (self.repo, self.commit, hub_name(p["endpoint"]), status, exc, self.stage))
 
-    def _verify_staged(self, manifest):
+    def _verify_staged(self, manifest, state=None):
+        """The staging directory against the whole ``manifest``: every file hashed, or with ``state`` (the record of
+        an earlier pass over this directory) every file that changed since that pass."""
         shutil.rmtree(os.path.join(self.stage, HF_CACHE), ignore_errors=True)
         self._secure_tree(self.stage)
-        result = verify_tree(self.stage, manifest, {}, "full", workers=VERIFY_WORKERS)
+        mode = "full" if state is None else "changed"
+        state = state or {}
+        result = verify_tree(self.stage, manifest, state, mode, workers=VERIFY_WORKERS)
         self.result["bytes_read"] += result.bytes_read
-        self.result["files_hashed"] += _hashed(result, {}, "full")
+        self.result["files_hashed"] += _hashed(result, state, mode)
         return result
 
     def _plan_fetch(self):
@@ -647,7 +653,6 @@ class Stager(object):
             self._fetch(missing)
         self.result["downloaded_bytes"] = needed
         result = self._verify_staged(manifest)
-        state = dict(result.state)
         retry = [entry for entry in manifest
                  if entry["path"] in result.missing or entry["path"] in set(item["path"] for item in result.bad)]
         if retry:
@@ -655,21 +660,26 @@ class Stager(object):
                 _walk_remove(safe_join(self.stage, entry["path"]))
             self._fetch(retry)
             self.result["downloaded_bytes"] += sum(entry["size"] for entry in retry)
-            again = self._verify_staged(retry)
-            problems = ([bad_message(item) for item in again.bad]
-                        + ["%s: missing" % _show(path) for path in again.missing])
+            # The whole tree again, not only the files fetched again: the files of the first pass must still be
+            # there, and what counts as extra is judged against the whole manifest. A file that held still since
+            # the first pass is not read twice.
+            result = self._verify_staged(manifest, result.state)
+            problems = ([bad_message(item) for item in result.bad]
+                        + ["%s: missing" % _show(path) for path in result.missing])
             if problems:
-                for item in again.bad:
+                for item in result.bad:
                     # a wrong file must not count as present next time
                     _walk_remove(safe_join(self.stage, item["path"]))
                 raise StageError("%s@%s: files differ from what the hub publishes, also when fetched a second time; "
                                  "the published revisions are untouched: %s"
                                  % (self.repo, self.commit, listed(problems, sep="; ")))
-            state.update(again.state)
-            extra = again.extra
-        else:
-            extra = result.extra
-        for path in extra:
+        try:
+            self._refuse_by_policy(manifest, self.stage)
+        except StageError as exc:
+            raise StageError("%s; the verified files stay in %s, unpublished" % (exc, _show(self.stage)))
+        state = dict(result.state)
+        # only files the manifest does not list (huggingface_hub's leftovers, a stray file of the source)
+        for path in result.extra:
             _walk_remove(os.path.join(self.stage, path))
         self._secure(self.stage, DIR_MODE)
         os.rename(self.stage, self.rev)
@@ -749,7 +759,7 @@ class Stager(object):
             if from_record:
                 # the inventory may have withdrawn an allowance since: held to it once the files are known to be
                 # the recorded ones (a file missing from the revision is named as such above, not as a refusal)
-                self._refuse_by_policy(self.manifest)
+                self._refuse_by_policy(self.manifest, self.rev)
         elif os.path.lexists(self.rev):
             raise StageError("%s is not a directory; move it away" % _show(self.rev))
         elif not self.params["fetch"]:
