@@ -134,18 +134,23 @@ def _lstat(path):
         raise StateError("cannot inspect %s: %s" % (printable(path), exc.strerror))
 
 
-def trust_problems(path):
+def trust_problems(path, owners=(0,), sticky_ok=False):
     """``[(component, found, fixable)]`` for each existing component of ``path`` (from the first below ``/``) that
-    anyone but root could change: a link, not a directory, another owner, or writable by group or others.
-    ``fixable`` is true for a directory whose owner or mode is wrong (chown/chmod can fix it), false for a link or
-    something that is not a directory.
+    anyone but root could change: a link, not a directory, another owner (not in ``owners``), or writable by group
+    or others. ``fixable`` is true for a directory whose owner or mode is wrong (chown/chmod can fix it), false for
+    a link or something that is not a directory.
+
+    ``sticky_ok``: a world-writable directory with the sticky bit (``/tmp``) may stand above the last component:
+    nobody but an entry's owner (or root) can rename or remove that entry there, and the next component is judged
+    in its turn.
 
     The walk stops at the first missing component (nothing below it exists yet) and after a component that is
     not a directory (nothing below it can be judged).
     """
     problems = []
     current = ""
-    for part in path.strip("/").split("/"):
+    parts = path.strip("/").split("/")
+    for index, part in enumerate(parts):
         current += "/" + part
         info = _lstat(current)
         if info is None:
@@ -153,7 +158,10 @@ def trust_problems(path):
         if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
             problems.append((current, kind_text(current, info), False))
             break
-        if info.st_uid != 0 or info.st_mode & 0o022:
+        writable = info.st_mode & 0o022
+        if writable and sticky_ok and info.st_mode & stat.S_ISVTX and index < len(parts) - 1:
+            writable = 0
+        if info.st_uid not in owners or writable:
             problems.append((current, "uid %d, mode %04o" % (info.st_uid, stat.S_IMODE(info.st_mode)), True))
     return problems
 

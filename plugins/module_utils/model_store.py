@@ -26,6 +26,10 @@ records (``*.args.json``), which ``read_records`` reads from its directories (``
 that never waits on a FIFO).  Concurrency: ``lock_repo``, one writer per repository directory.  Text:
 ``human_bytes``, ``progress_line``, ``listed``.
 
+Trust: ``trusted_owners``, ``path_problems`` (the directories on the way to the store), ``entry_problem`` and
+``tree_problems`` (a published revision, its record, a staging directory), ``interpreter_problems`` (the interpreter
+that runs huggingface_hub as root, and its virtualenv), ``trust_text``.
+
 Hashing, manifests and verification live in ``model_manifest``.  Standard library only: this runs on the managed
 hosts (Python 3.8+).
 """
@@ -41,6 +45,7 @@ import re
 import stat
 import time
 
+from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_state import kind_text, trust_problems
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
 
 GIB = 1 << 30
@@ -290,6 +295,109 @@ def safe_join(root, rel):
     if not real.startswith(real_root.rstrip("/") + "/"):
         raise ModelStoreError("%s does not resolve to a path inside %s" % (_show(rel, 300), _show(root, 300)))
     return joined
+
+
+# --- trust ---------------------------------------------------------------------------------
+# Root publishes the weights, trusts its records of their hashes on later runs (a no-change run reads no weight) and
+# runs huggingface_hub with the token: whoever can change the store or that interpreter could make root serve other
+# weights or hand over the token. So every directory on the way is root's and writable by root only (a sticky
+# directory such as /tmp may stand above: nobody else can rename or remove root's entries there), and so is every
+# file and directory of a published revision, its record, the staging directory and the interpreter's virtualenv.
+
+def trusted_owners():
+    """The owners the store may have: root, and the account running the module when that is not root."""
+    uid = os.geteuid()
+    return (0,) if uid == 0 else (0, uid)
+
+
+def path_problems(path, owners=None):
+    """``[(component, found)]`` for each existing directory on the way to ``path`` (itself included) that anyone but
+    ``owners`` could change (``deploy_state.trust_problems``, sticky directories allowed above the last one)."""
+    owners = trusted_owners() if owners is None else owners
+    return [(part, found) for part, found, _fixable in trust_problems(path, owners, sticky_ok=True)]
+
+
+def entry_problem(path, info, owners, links_ok=False):
+    """What makes one directory entry (its ``lstat``) untrustworthy, or None: a link (unless ``links_ok``), something
+    that is neither a directory nor a regular file, another owner, or write permission for group or others."""
+    if stat.S_ISLNK(info.st_mode):
+        return None if links_ok else kind_text(path, info)
+    if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+        return kind_text(path, info)
+    if info.st_uid not in owners or info.st_mode & 0o022:
+        return "uid %d, mode %04o" % (info.st_uid, stat.S_IMODE(info.st_mode))
+    return None
+
+
+def tree_problems(root, owners=None, links_ok=False, limit=LISTED_MAX + 1):
+    """``[(path, found)]`` for ``root`` and everything below it that ``entry_problem`` refuses (links are not
+    followed); at most ``limit``. A missing ``root`` has none."""
+    owners = trusted_owners() if owners is None else owners
+    problems = []
+    try:
+        info = os.lstat(root)
+    except FileNotFoundError:
+        return problems
+    found = entry_problem(root, info, owners, links_ok)
+    if found or not stat.S_ISDIR(info.st_mode):
+        return [(root, found)] if found else []
+    for top, dirs, files in os.walk(root):
+        for name in sorted(dirs) + sorted(files):
+            path = os.path.join(top, name)
+            try:
+                found = entry_problem(path, os.lstat(path), owners, links_ok)
+            except FileNotFoundError:
+                continue
+            if found:
+                problems.append((path, found))
+                if len(problems) >= limit:
+                    return problems
+    return problems
+
+
+def interpreter_problems(python, owners=None):
+    """``[(path, found)]`` that make the interpreter running huggingface_hub (as root, with the token) one that
+    someone else could change: the directories on the way to it; its real file and the directories on the way there
+    when it is a link; in a virtualenv (``pyvenv.cfg`` beside its ``bin/``) every entry of the virtualenv, and where a
+    link there leads out of it, that target and its directories. A missing interpreter has none here (running it
+    fails, naming it)."""
+    owners = trusted_owners() if owners is None else owners
+    problems = path_problems(os.path.dirname(python), owners)
+    try:
+        os.lstat(python)
+    except OSError:
+        return problems
+    targets = [os.path.realpath(python)]
+    venv = os.path.dirname(os.path.dirname(python))
+    if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
+        problems += tree_problems(venv, owners, links_ok=True)
+        real_venv = os.path.realpath(venv)
+        for top, dirs, files in os.walk(venv):
+            for name in dirs + files:
+                path = os.path.join(top, name)
+                if os.path.islink(path):
+                    target = os.path.realpath(path)
+                    if not (target + "/").startswith(real_venv + "/"):
+                        targets.append(target)
+    for target in sorted(set(targets)):
+        problems += path_problems(os.path.dirname(target), owners)
+        try:
+            info = os.lstat(target)
+        except OSError:
+            continue
+        found = entry_problem(target, info, owners)
+        if found:
+            problems.append((target, found))
+    unique = []
+    for item in problems:
+        if item not in unique:
+            unique.append(item)
+    return unique
+
+
+def trust_text(problems):
+    """``'/a (found: uid 1000, mode 0755); /a/b (found: a symbolic link to /x)'``, the first ten, then a count."""
+    return listed(["%s (found: %s)" % (_show(path, 300), found) for path, found in problems], sep="; ")
 
 
 # --- disk ----------------------------------------------------------------------------------

@@ -53,7 +53,10 @@ options:
     type: str
     default: ''
   python:
-    description: An interpreter on the managed host that can import C(huggingface_hub) (1.x).
+    description:
+      - An interpreter on the managed host that can import C(huggingface_hub) (1.x).
+      - It runs with the token, as the module's user (root), so it is refused when anyone but root could change it,
+        a directory on the way to it, or its virtualenv (C(pyvenv.cfg) beside its C(bin/)).
     type: path
     required: true
   allow_floating:
@@ -166,10 +169,12 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     ModelStoreError,
     check_repo,
     check_revision,
+    interpreter_problems,
     is_commit,
     pickle_files,
     policy_refusal,
     remote_code_files,
+    trust_text,
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
 
@@ -201,6 +206,13 @@ def resolve(params, child=run_child):
         raise ModelStoreError("timeout: %d must be at least 1 second" % params["timeout"])
     where = "sglang_model_repo %s at sglang_model_revision %s on %s" % (
         printable(repo, 200, escape=True), printable(revision, 200, escape=True), hub_name(params["endpoint"]))
+    untrusted = interpreter_problems(params["python"])
+    if untrusted:
+        raise ModelStoreError("sglang_model_python: %s runs huggingface_hub with the hub token, so it, the directories "
+                              "on the way to it and its virtualenv (sglang_model_venv) must be owned by root and "
+                              "writable by root only: %s. Nothing was asked of the hub; fix the ownership and mode "
+                              "(chown -R root, chmod -R go-w) or choose another interpreter"
+                              % (printable(params["python"], 300, escape=True), trust_text(untrusted)))
     request = dict(op="resolve", repo=repo, revision=revision, endpoint=params["endpoint"], token=params["token"])
     try:
         answer = child(params["python"], request, params["timeout"])

@@ -32,6 +32,12 @@ description:
   - Every staged file is then hashed. A file that differs is fetched once more; if it still differs the task fails
     naming the file and both hashes, and the published revisions are untouched. Only a fully verified staging
     directory is renamed into place (one atomic rename on the same filesystem).
+  - The store is trusted only where root alone controls it, checked on every run before anything is read or
+    written: each directory on the way to C(<dir>/<org>--<name>) is root's and writable by root only (a sticky
+    directory such as C(/tmp) may stand above), and so is every file and directory of a published revision and its
+    record; a staging directory left by an earlier run holds no link; the interpreter O(python), the directories on
+    the way to it and its virtualenv likewise, before it is handed the token. Anything else fails the task, naming
+    the path and what was found.
   - Afterwards older revisions are removed so that O(keep) remain, never this one, one listed in O(referenced), nor
     one that a command line record of sglang_server in O(unit_records) or O(good_records) loads.
   - Two runs may share a store (two playbook runs at once on one host, or hosts whose O(dir) is on one shared
@@ -332,10 +338,13 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     ModelStoreError,
     check_free_space,
     check_repo,
+    entry_problem,
     human_bytes,
+    interpreter_problems,
     listed,
     LOCK_NAME,
     lock_repo,
+    path_problems,
     policy_refusal,
     read_records,
     read_small_file,
@@ -345,7 +354,11 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     safe_join,
     staging_dir,
     state_file,
+    tree_problems,
+    trust_text,
+    trusted_owners,
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.deploy_state import kind_text
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import printable
 
 DIR_MODE = 0o750
@@ -462,6 +475,13 @@ class Stager(object):
         self.result.update(path=self.rev, commit=self.commit, verified=p["verify"], referenced=kept,
                            serving=self.rev in live)
         self._totals(self.manifest)
+        untrusted = path_problems(self.repo_dir)
+        if untrusted:
+            raise StageError("sglang_model_dir: every directory on the way to %s must be owned by root and writable by "
+                             "root only: root serves the weights below it and trusts its records of their hashes on "
+                             "later runs, so whoever can change one could swap the model. Not so: %s. Fix the "
+                             "ownership and mode, or choose another sglang_model_dir; nothing was changed"
+                             % (_show(self.repo_dir), trust_text(untrusted)))
 
     def _group_id(self):
         """The group's id, looked up when a file is to be owned by it (a host that still has to fetch the revision
@@ -530,19 +550,27 @@ class Stager(object):
                 self._secure(os.path.join(top, name), FILE_MODE)
 
     def _make_dir(self, path, mode):
-        if os.path.isdir(path) and not os.path.islink(path):
-            return
-        parent = os.path.dirname(path)
-        if parent != path and not os.path.isdir(parent):
-            self._make_dir(parent, DIR_MODE)
-        try:
-            os.mkdir(path, mode)
-        except OSError as exc:
-            if exc.errno != errno.EEXIST:
-                raise
-        if os.path.islink(path) or not os.path.isdir(path):
-            raise StageError("%s is not a directory" % _show(path))
-        self._secure(path, mode)
+        """Create ``path`` (and its missing parents) as root's; an existing one is used only when it is a directory
+        that root alone controls (one that another account made first, in a race or before, is refused)."""
+        if not os.path.lexists(path):
+            parent = os.path.dirname(path)
+            if parent != path and not os.path.lexists(parent):
+                self._make_dir(parent, DIR_MODE)
+            try:
+                os.mkdir(path, mode)
+            except OSError as exc:
+                if exc.errno != errno.EEXIST:
+                    raise
+            else:
+                self._secure(path, mode)
+                return
+        info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode):
+            raise StageError("%s is %s, not a directory; move it away" % (_show(path), kind_text(path, info)))
+        found = entry_problem(path, info, trusted_owners())
+        if found:
+            raise StageError("sglang_model_dir: %s must be a directory owned by root and writable by root only (found: "
+                             "%s); fix the ownership and mode, or move it away" % (_show(path), found))
 
     # --- the revision in place ---------------------------------------------------------------
 
@@ -552,6 +580,23 @@ class Stager(object):
         if origin != "hub" or not state:
             return None
         return manifest_from_state(state)
+
+    def _check_published_owners(self):
+        """A published revision and its record are trusted (a file whose stat is that of its last verification is
+        not read again) only while root alone can change them: checked on every run, before either is read."""
+        untrusted = tree_problems(self.rev)
+        if os.path.lexists(self.state_path):
+            info = os.lstat(self.state_path)
+            found = entry_problem(self.state_path, info, trusted_owners())
+            if found is None and not stat.S_ISREG(info.st_mode):
+                found = kind_text(self.state_path, info)
+            if found:
+                untrusted.append((self.state_path, found))
+        if untrusted:
+            raise StageError("%s@%s in the model store: a published revision and the record of its verification must "
+                             "be owned by root and writable by root only (the service account reads them), else their "
+                             "verification proves nothing: %s. It was left as it is; move the revision and its record "
+                             "away to fetch it again" % (self.repo, self.commit, trust_text(untrusted)))
 
     def check_published(self, state, stored_origin):
         """Verify the revision in place against the manifest, or its record ``state`` (from ``read_state``)."""
@@ -636,8 +681,29 @@ class Stager(object):
         needed = sum(entry["size"] for entry in missing)
         return manifest, missing, needed, check_free_space(self.stage, needed, margin_min=p["disk_margin"])
 
+    def _check_staging(self):
+        """A staging directory left by an earlier run is used only when root alone controls all of it: a link in it
+        (``.cache`` pointing elsewhere) would make root write where the link leads."""
+        untrusted = tree_problems(self.stage)
+        if untrusted:
+            raise StageError("the staging directory %s must hold only directories and files owned by root and "
+                             "writable by root only, no link: %s. Nothing was fetched; move it away (the files are "
+                             "fetched again)" % (_show(self.stage), trust_text(untrusted)))
+
+    def _check_interpreter(self):
+        """The interpreter that runs huggingface_hub as root with the token, refused when another account could
+        change it or its virtualenv."""
+        untrusted = interpreter_problems(self.params["python"])
+        if untrusted:
+            raise StageError("sglang_model_python: %s runs huggingface_hub as root with the hub token, so it, the "
+                             "directories on the way to it and its virtualenv (sglang_model_venv) must be owned by "
+                             "root and writable by root only: %s. Nothing was fetched; fix the ownership and mode "
+                             "(chown -R root, chmod -R go-w) or choose another interpreter"
+                             % (_show(self.params["python"]), trust_text(untrusted)))
+
     def stage_revision(self):
         p = self.params
+        self._check_staging()
         self._remove_partials()
         manifest, missing, needed, disk = self._plan_fetch()
         total = sum(entry["size"] for entry in manifest)
@@ -649,6 +715,8 @@ class Stager(object):
 
         self._make_dir(self.repo_dir, DIR_MODE)
         self._make_dir(self.stage, STAGING_MODE)
+        if missing and p["source"] == "hub":
+            self._check_interpreter()
         if missing:
             self._fetch(missing)
         self.result["downloaded_bytes"] = needed
@@ -745,6 +813,7 @@ class Stager(object):
     def _run(self, may_remove):
         # under the lock: a revision another run published while this one waited is verified, not fetched again
         if os.path.isdir(self.rev) and not os.path.islink(self.rev):
+            self._check_published_owners()
             state, origin = read_state(self.state_path)
             # only with fetch=false (prepare refuses it otherwise): the record stands in for the hub
             from_record = self.params["source"] == "hub" and not self.manifest

@@ -24,6 +24,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import
     check_repo,
     check_revision,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.service_host import directory_problem
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import control_problem
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool, as_int, blank
 
@@ -110,8 +111,18 @@ def model_config_problems(cfg):
     if source == "path" and not _absolute(source_path):
         err("source_path", "must be an absolute, normalised directory on the host when sglang_model_source is "
                            "path, got %s" % _show(source_path))
-    if not _absolute(cfg.get("dir")) or cfg.get("dir") == "/":
-        err("dir", "must be an absolute, normalised path other than '/', got %s" % _show(cfg.get("dir")))
+    store = cfg.get("dir")
+    home = cfg.get("service_home")
+    if not _absolute(store) or store == "/":
+        err("dir", "must be an absolute, normalised path other than '/', got %s" % _show(store))
+    elif directory_problem(store):
+        # root publishes the weights there and trusts them on later runs (the host checks who owns the way there)
+        err("dir", "%s %s: the model store must be a directory of its own, such as /var/lib/llmserve-models"
+            % (store, directory_problem(store)))
+    elif _absolute(home) and home != "/" and (store + "/").startswith(home.rstrip("/") + "/"):
+        err("dir", "%s is inside the service account's home %s (sglang_server_home), which that account can write: "
+                   "it could swap the weights root verified; use a directory of its own such as "
+                   "/var/lib/llmserve-models" % (store, home))
     elif source == "path" and _absolute(source_path) and (
             source_path + "/").startswith(cfg["dir"].rstrip("/") + "/"):
         err("source_path", "must lie outside sglang_model_dir (%s): the store removes old revisions" % cfg["dir"])
@@ -139,6 +150,9 @@ def model_config_problems(cfg):
                           "the directory of wheels on the host that holds huggingface_hub and its dependencies")
     if as_bool(cfg.get("venv")) and (not _absolute(cfg.get("venv_path")) or cfg.get("venv_path") == "/"):
         err("venv", "must be an absolute, normalised path other than '/', got %s" % _show(cfg.get("venv_path")))
+    elif as_bool(cfg.get("venv")) and directory_problem(cfg.get("venv_path"), system_only=True):
+        err("venv", "%s %s: the role creates its virtualenv there and runs it as root with the hub token"
+            % (cfg.get("venv_path"), directory_problem(cfg.get("venv_path"), system_only=True)))
     version = cfg.get("hub_version")
     if not isinstance(version, str) or not _VERSION.match(version):
         err("hub_version", "must be a huggingface_hub release such as 1.33.0, got %s" % _show(version))

@@ -43,8 +43,8 @@ def check_task(store, python, register="b", ranges=None, publish=None, **overrid
     return {"llmserve.sglang.model_check": args, "register": register, "ignore_errors": True}
 
 
-def test_broken_rules_fail_naming_each_variable_before_the_host_is_contacted(tmp_path):
-    store = str(tmp_path / "models")
+def test_broken_rules_fail_naming_each_variable_before_the_host_is_contacted(store_dir, tmp_path):
+    store = os.path.join(store_dir, "models")
     rc, out, data, _async_dir = play(tmp_path, [check_task(store, "/usr/bin/python3", revision="main",
                                                            ranges={"sglang_model_keep": [0, 1, 1000]})])
     b = data["b"]
@@ -56,8 +56,8 @@ def test_broken_rules_fail_naming_each_variable_before_the_host_is_contacted(tmp
     assert "path" not in b and not os.path.exists(store)
 
 
-def test_an_allowed_branch_name_skips_the_check_for_the_hub_to_resolve(tmp_path):
-    store = str(tmp_path / "models")
+def test_an_allowed_branch_name_skips_the_check_for_the_hub_to_resolve(store_dir, tmp_path):
+    store = os.path.join(store_dir, "models")
     rc, out, data, _async_dir = play(tmp_path, [check_task(store, "/usr/bin/python3", revision="main",
                                                            allow_floating_revision=True)])
     assert rc == 0, out
@@ -66,9 +66,9 @@ def test_an_allowed_branch_name_skips_the_check_for_the_hub_to_resolve(tmp_path)
 
 
 @needs_root
-def test_missing_revision_needs_a_fetch_and_publishes_nothing(tmp_path):
+def test_missing_revision_needs_a_fetch_and_publishes_nothing(store_dir, tmp_path):
     hub = FakeHub(tmp_path, commit=C1)
-    store = str(tmp_path / "models")
+    store = os.path.join(store_dir, "models")
     rc, out, data, _async_dir = play(tmp_path, [check_task(store, hub.python)])
     assert rc == 0, out
     assert data["b"]["needs_fetch"] is True and "published" not in data["b"], data["b"]
@@ -76,9 +76,9 @@ def test_missing_revision_needs_a_fetch_and_publishes_nothing(tmp_path):
 
 
 @needs_root
-def test_revision_in_place_is_verified_without_reading_and_published(tmp_path):
+def test_revision_in_place_is_verified_without_reading_and_published(store_dir, tmp_path):
     hub = FakeHub(tmp_path, commit=C1, files={"config.json": "{}", "a.safetensors": {"size": 100000, "lfs": True}})
-    store = str(tmp_path / "models")
+    store = os.path.join(store_dir, "models")
     rc, out, data, _async_dir = play(tmp_path, [stage_task(hub, store, "a"), check_task(store, hub.python)])
     assert rc == 0, out
     calls = len(hub.calls())
@@ -104,9 +104,9 @@ SHOW_PUBLISHED = {"ansible.builtin.set_fact": {"c": "{{ {'resolved': sglang_mode
 
 @needs_root
 @pytest.mark.parametrize("publish", [True, False])
-def test_publish_sets_the_host_variables_on_ansible_core_that_can(tmp_path, publish):
+def test_publish_sets_the_host_variables_on_ansible_core_that_can(store_dir, tmp_path, publish):
     hub = FakeHub(tmp_path, commit=C1, files={"config.json": "{}", "a.safetensors": {"size": 1000, "lfs": True}})
-    store = str(tmp_path / "models")
+    store = os.path.join(store_dir, "models")
     rc, out, data, _async_dir = play(tmp_path, [stage_task(hub, store, "a"),
                                                 check_task(store, hub.python, publish=publish), SHOW_PUBLISHED])
     assert rc == 0, out
@@ -122,17 +122,18 @@ def test_publish_sets_the_host_variables_on_ansible_core_that_can(tmp_path, publ
 
 
 @needs_root
-def test_publish_sets_nothing_when_the_revision_must_be_fetched(tmp_path):
+def test_publish_sets_nothing_when_the_revision_must_be_fetched(store_dir, tmp_path):
     hub = FakeHub(tmp_path, commit=C1)
-    rc, out, data, _async_dir = play(tmp_path, [check_task(str(tmp_path / "models"), hub.python, publish=True),
+    store = os.path.join(store_dir, "models")
+    rc, out, data, _async_dir = play(tmp_path, [check_task(store, hub.python, publish=True),
                                                 SHOW_PUBLISHED])
     assert rc == 0, out
     assert data["b"]["needs_fetch"] is True and "published_as_vars" not in data["b"]
     assert data["c"] == {"resolved": "unset", "path": "unset", "report": "unset"}
 
 
-def test_publish_must_be_a_boolean(tmp_path):
-    rc, out, data, _async_dir = play(tmp_path, [check_task(str(tmp_path / "models"), "/usr/bin/python3",
+def test_publish_must_be_a_boolean(store_dir, tmp_path):
+    rc, out, data, _async_dir = play(tmp_path, [check_task(os.path.join(store_dir, "models"), "/usr/bin/python3",
                                                            publish="yes")])
     assert data["b"]["failed"] is True and "publish must be true or false" in data["b"]["msg"], data["b"]
 

@@ -188,7 +188,7 @@ def test_the_record_is_held_to_the_inventorys_current_refusals(monkeypatch, tmp_
     os.unlink(os.path.join(rev(store), "config.json"))
     os.mkfifo(os.path.join(rev(store), "config.json"))
     out = stage(monkeypatch, pickled, store, manifest=[], fetch=False, allow_pickle=True)
-    assert isinstance(out, FailJson) and "config.json: not a regular file" in out.result["msg"]
+    assert isinstance(out, FailJson) and "config.json (found: a special file)" in out.result["msg"]
     os.unlink(os.path.join(rev(store), "config.json"))
     out = stage(monkeypatch, pickled, store, manifest=[], fetch=False, allow_pickle=True)
     assert isinstance(out, FailJson) and "config.json: missing" in out.result["msg"], out.result["msg"]

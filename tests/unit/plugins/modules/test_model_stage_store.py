@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import shutil
 import stat
 import subprocess
-import sys
+import tempfile
 
 import pytest
 
@@ -133,3 +134,169 @@ def test_custom_code_in_the_downloaded_config_is_refused_although_resolve_was_sh
     assert isinstance(out, ExitJson), out.result
     assert sorted(published(store)) == sorted(list(FILES) + ["modeling_x.py"])
     assert len(downloads(hostile)) == 1
+
+
+# --- finding 2: the store is trusted only where root alone controls it ------------------------------------
+
+NOBODY = pwd.getpwnam("nobody")
+
+
+@pytest.fixture
+def shared(tmp_path):
+    """A directory that the unprivileged account can reach (pytest's own are root's, mode 0700)."""
+    path = tempfile.mkdtemp(prefix="llmserve-store-trust-")
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# The attacker's interpreter: the system's, which nobody can run (the tests' own may live under /root).
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def as_nobody(code):
+    """Run ``code`` (Python) as the real unprivileged account ``nobody``: what a hostile local account can do."""
+    if not os.access(SYSTEM_PYTHON, os.X_OK) or not shutil.which("setpriv"):
+        pytest.skip("needs %s and setpriv (util-linux) to act as nobody" % SYSTEM_PYTHON)
+    done = subprocess.run(["setpriv", "--reuid=%d" % NOBODY.pw_uid, "--regid=%d" % NOBODY.pw_gid, "--clear-groups",
+                           SYSTEM_PYTHON, "-I", "-c", code], check=False, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_an_account_owning_the_stores_parent_cannot_forge_a_verified_revision(monkeypatch, hub, shared):
+    """The attack as reported: the account that owns the store's parent swaps the revision for its own files and
+    forges the record; the next run, with full verification, must not call that verified."""
+    parent = os.path.join(shared, "parent")
+    os.mkdir(parent, 0o755)
+    store = os.path.join(parent, "models")
+    assert isinstance(stage(monkeypatch, hub, store), ExitJson)
+    os.chown(parent, NOBODY.pw_uid, NOBODY.pw_gid)
+    repo_dir = os.path.join(store, "llmserve--tiny")
+    as_nobody("""
+import json, os, shutil
+store, repo_dir, commit = %r, %r, %r
+fake = store + ".fake"
+os.makedirs(os.path.join(fake, "llmserve--tiny", commit))
+with open(os.path.join(fake, "llmserve--tiny", commit, "model.safetensors"), "wb") as handle:
+    handle.write(b"not the weights")
+with open(os.path.join(fake, "llmserve--tiny", ".verified-%%s.json" %% commit), "w") as handle:
+    json.dump({"origin": "hub", "files": {}}, handle)
+os.rename(store, store + ".old")  # root's tree, renamed by the owner of the parent
+os.rename(fake, store)
+""" % (store, repo_dir, C1))
+    calls = len(hub.calls())
+    out = stage(monkeypatch, hub, store, manifest=[], fetch=False, verify="full")
+    assert isinstance(out, FailJson), out.result
+    msg = out.result["msg"]
+    assert msg.startswith("sglang_model_dir: ") and "owned by root and writable by root only" in msg
+    assert "%s (found: uid %d" % (parent, NOBODY.pw_uid) in msg and "nothing was changed" in msg
+    assert len(hub.calls()) == calls, "the hub was not asked"
+    # the same with a fetch: refused before anything is written below the untrusted directory
+    out = stage(monkeypatch, hub, store)
+    assert isinstance(out, FailJson) and out.result["msg"].startswith("sglang_model_dir: ")
+    assert len(hub.calls()) == calls
+    assert not os.path.exists(os.path.join(repo_dir, ".staging-" + C1))
+
+
+def test_a_store_directory_another_account_made_first_is_refused(monkeypatch, hub, shared):
+    """Created by the account before root's first run (a race, or a directory the inventory points at)."""
+    open_dir = os.path.join(shared, "open")
+    os.mkdir(open_dir, 0o1777)
+    os.chmod(open_dir, 0o1777)
+    store = os.path.join(open_dir, "models")
+    as_nobody("import os; os.makedirs(%r, 0o755)" % os.path.join(store, "llmserve--tiny"))
+    out = stage(monkeypatch, hub, store)
+    assert isinstance(out, FailJson), out.result
+    assert "(found: uid %d, mode 0755)" % NOBODY.pw_uid in out.result["msg"]
+    assert downloads(hub) == []
+    # root's own directory in the same sticky directory is fine: nobody else can rename or remove it there
+    root_store = os.path.join(open_dir, "root-models")
+    assert isinstance(stage(monkeypatch, hub, root_store), ExitJson)
+
+
+@pytest.mark.parametrize("what", ["file", "record", "directory"])
+def test_published_files_and_records_must_stay_roots(monkeypatch, hub, shared, what):
+    """Checked on every run, not only when the revision was made: a file handed to another account (or made
+    writable for the service's group) is not trusted, however well its stat matches the record."""
+    store = os.path.join(shared, "models")
+    assert isinstance(stage(monkeypatch, hub, store), ExitJson)
+    rev = os.path.join(store, "llmserve--tiny", C1)
+    target = {"file": os.path.join(rev, WEIGHTS),
+              "record": os.path.join(store, "llmserve--tiny", ".verified-%s.json" % C1),
+              "directory": os.path.join(rev, "sub")}[what]
+    if what == "directory":
+        os.chmod(target, 0o770)
+    else:
+        os.chown(target, NOBODY.pw_uid, -1)
+    out = stage(monkeypatch, hub, store, manifest=[], fetch=False)
+    assert isinstance(out, FailJson), out.result
+    assert "%s (found: " % target in out.result["msg"] and "move the revision" in out.result["msg"]
+    assert "owned by root and writable by root only" in out.result["msg"]
+
+
+def test_a_link_in_the_staging_directory_is_refused_and_nothing_is_written_through_it(monkeypatch, hub, shared):
+    store = os.path.join(shared, "models")
+    victim = os.path.join(shared, "victim")
+    os.mkdir(victim)
+    stage_dir = os.path.join(store, "llmserve--tiny", ".staging-" + C1)
+    os.makedirs(stage_dir, 0o700)
+    os.symlink(victim, os.path.join(stage_dir, ".cache"))
+    out = stage(monkeypatch, hub, store)
+    assert isinstance(out, FailJson), out.result
+    assert "staging directory" in out.result["msg"] and ".cache (found: a symbolic link to %s)" % victim \
+        in out.result["msg"]
+    assert os.listdir(victim) == [] and downloads(hub) == []
+
+
+def test_an_interpreter_another_account_can_change_is_refused_before_the_token_is_handed_over(monkeypatch, tmp_path,
+                                                                                                shared):
+    owned = os.path.join(shared, "hub-bin")
+    os.mkdir(owned)
+    hub = FakeHub(tmp_path, commit=C1, files=dict(FILES))
+    python = os.path.join(owned, "python")
+    with open(hub.python) as source, open(python, "w") as copy:
+        copy.write(source.read())
+    os.chmod(python, 0o755)
+    os.chown(owned, NOBODY.pw_uid, NOBODY.pw_gid)
+    out = stage(monkeypatch, hub, os.path.join(shared, "models"), python=python, token="hf_TrustToken123456")
+    assert isinstance(out, FailJson), out.result
+    msg = out.result["msg"]
+    assert msg.startswith("sglang_model_python: ") and "%s (found: uid %d" % (owned, NOBODY.pw_uid) in msg
+    assert hub.calls() == [] and "hf_TrustToken123456" not in json.dumps(out.result)
+    # a virtualenv with one file the group may write
+    os.chown(owned, 0, 0)
+    venv = os.path.join(shared, "venv")
+    os.makedirs(os.path.join(venv, "bin"))
+    os.makedirs(os.path.join(venv, "lib", "site-packages", "huggingface_hub"))
+    with open(os.path.join(venv, "pyvenv.cfg"), "w") as handle:
+        handle.write("home = /usr/bin\n")
+    planted = os.path.join(venv, "lib", "site-packages", "huggingface_hub", "__init__.py")
+    with open(planted, "w") as handle:
+        handle.write("")
+    os.chmod(planted, 0o664)
+    os.symlink(python, os.path.join(venv, "bin", "python"))
+    out = stage(monkeypatch, hub, os.path.join(shared, "models"), python=os.path.join(venv, "bin", "python"))
+    assert isinstance(out, FailJson), out.result
+    assert "%s (found: uid 0, mode 0664)" % planted in out.result["msg"]
+    assert hub.calls() == []
+    os.chmod(planted, 0o644)
+    out = stage(monkeypatch, hub, os.path.join(shared, "models"), python=os.path.join(venv, "bin", "python"))
+    assert isinstance(out, ExitJson), out.result
+    assert stat.S_IMODE(os.stat(os.path.join(shared, "models")).st_mode) == 0o750
+
+
+def test_resolving_refuses_an_interpreter_another_account_can_change(monkeypatch, tmp_path, shared):
+    from ansible_collections.llmserve.sglang.plugins.modules import model_revision
+
+    hub = FakeHub(tmp_path, commit=C1, files=dict(FILES))
+    python = os.path.join(shared, "python")
+    shutil.copy(hub.python, python)
+    os.chmod(python, 0o755)
+    os.chown(python, NOBODY.pw_uid, NOBODY.pw_gid)
+    out = run_module(monkeypatch, model_revision, dict(repo=REPO, revision=C1, python=python,
+                                                         token="hf_TrustToken123456"))
+    assert isinstance(out, FailJson), out.result
+    assert out.result["msg"].startswith("sglang_model_python: ")
+    assert "%s (found: uid %d, mode 0755)" % (python, NOBODY.pw_uid) in out.result["msg"]
+    assert hub.calls() == []

@@ -150,3 +150,27 @@ def test_a_control_character_in_a_path_is_refused_naming_the_variable(name, vari
 def test_a_control_character_in_a_path_not_in_use_is_not_reported():
     # sglang_model_source: hub never reads sglang_model_source_path
     assert model_config_problems(cfg(source_path="/mnt/\x00")) == []
+
+
+@pytest.mark.parametrize("path,rule", [
+    ("/etc", "is the system directory /etc"),
+    ("/var/lib", "is the system directory /var/lib"),
+    ("/tmp/models", "is inside /tmp"),
+    ("/var/tmp/m", "is inside /var/tmp"),
+    ("/run/models", "is inside /run"),
+    ("/home/alice", "is a person's home directory"),
+])
+def test_the_store_is_no_system_volatile_or_world_writable_directory(path, rule):
+    (problem,) = model_config_problems(cfg(dir=path))
+    assert problem.startswith("sglang_model_dir: %s %s" % (path, rule)), problem
+
+
+def test_the_store_is_not_in_the_service_accounts_home():
+    (problem,) = model_config_problems(cfg(dir="/var/lib/sglang/models", service_home="/var/lib/sglang"))
+    assert problem.startswith("sglang_model_dir: /var/lib/sglang/models is inside the service account's home")
+    assert model_config_problems(cfg(dir="/var/lib/sglang-models", service_home="/var/lib/sglang")) == []
+
+
+def test_the_venv_is_no_system_directory():
+    (problem,) = model_config_problems(cfg(venv_path="/usr/local"))
+    assert problem.startswith("sglang_model_venv: /usr/local is the system directory /usr/local")

@@ -43,9 +43,9 @@ def _role_then_show(tmp_path, hub, store, prewarm):
 
 @needs_root
 @pytest.mark.parametrize("prewarm", ["never", "auto"])
-def test_a_host_that_holds_the_revision_runs_the_check_alone(tmp_path, prewarm):
+def test_a_host_that_holds_the_revision_runs_the_check_alone(store_dir, tmp_path, prewarm):
     hub = FakeHub(tmp_path, commit=C1, files={"config.json": "{}", "a.safetensors": {"size": 4096, "lfs": True}})
-    store = str(tmp_path / "models")
+    store = os.path.join(store_dir, "models")
     rc, out, _data, _async_dir = play(tmp_path, [stage_task(hub, store, "a", group="root")])
     assert rc == 0, out
     calls = len(hub.calls())

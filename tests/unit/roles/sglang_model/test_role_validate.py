@@ -28,16 +28,16 @@ def _play(tmp_path, settings, tasks_from=None):
                                     "tasks": [{"ansible.builtin.include_role": role}]}])
 
 
-def _settings(tmp_path, **overrides):
+def _settings(tmp_path, store_dir, **overrides):
     settings = {"sglang_model_repo": "llmserve/tiny-llama", "sglang_model_revision": COMMIT,
-                "sglang_model_hub_token": TOKEN, "sglang_model_dir": str(tmp_path / "store"),
+                "sglang_model_hub_token": TOKEN, "sglang_model_dir": os.path.join(store_dir, "store"),
                 "sglang_model_venv": str(tmp_path / "venv"), "sglang_model_group": "root"}
     settings.update(overrides)
     return settings
 
 
-def test_the_validate_entry_point_passes_a_good_configuration(tmp_path):
-    result = _play(tmp_path, _settings(tmp_path), "validate")
+def test_the_validate_entry_point_passes_a_good_configuration(store_dir, tmp_path):
+    result = _play(tmp_path, _settings(tmp_path, store_dir), "validate")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "failed=0" in result.stdout and "changed=0" in result.stdout
     # the refusal is a fail with a condition: skipped means no rule broke
@@ -45,8 +45,9 @@ def test_the_validate_entry_point_passes_a_good_configuration(tmp_path):
     assert TOKEN not in result.stdout + result.stderr
 
 
-def test_bad_variables_fail_naming_each_one_before_the_host_changes(tmp_path):
-    settings = _settings(tmp_path, sglang_model_revision="main", sglang_model_hub_endpoint="https://u:pw@mirror",
+def test_bad_variables_fail_naming_each_one_before_the_host_changes(store_dir, tmp_path):
+    settings = _settings(tmp_path, store_dir, sglang_model_revision="main",
+                         sglang_model_hub_endpoint="https://u:pw@mirror",
                          sglang_model_keep=0, sglang_model_stage_timeout=5)
     result = _play(tmp_path, settings)
     out = result.stdout + result.stderr
@@ -58,35 +59,36 @@ def test_bad_variables_fail_naming_each_one_before_the_host_changes(tmp_path):
     # the check in the store refused it on the controller: no virtualenv, no store, no group task ran
     assert "Check the configuration, then the revision in the model store" in out
     assert "nothing on the host was changed" in out
-    assert not (tmp_path / "venv").exists() and not (tmp_path / "store").exists()
+    assert not (tmp_path / "venv").exists() and not os.path.exists(os.path.join(store_dir, "store"))
     assert "Install huggingface_hub" not in out
     assert TOKEN not in out
 
 
-def test_a_control_character_in_the_store_path_fails_on_the_controller(tmp_path):
+def test_a_control_character_in_the_store_path_fails_on_the_controller(store_dir, tmp_path):
     # a NUL would only fail on the host, an escape sequence would reach the terminal: refused before any host task
-    result = _play(tmp_path, _settings(tmp_path, sglang_model_dir=str(tmp_path / "store") + "\x00x"))
+    store = os.path.join(store_dir, "store")
+    result = _play(tmp_path, _settings(tmp_path, store_dir, sglang_model_dir=store + "\x00x"))
     out = result.stdout + result.stderr
     assert result.returncode == 2, out[-3000:]
-    assert "sglang_model_dir: contains a control character (NUL at offset %d)" % len(str(tmp_path / "store")) in out
+    assert "sglang_model_dir: contains a control character (NUL at offset %d)" % len(store) in out
     assert "nothing on the host was changed" in out
-    assert not (tmp_path / "store").exists() and not (tmp_path / "venv").exists()
+    assert not os.path.exists(os.path.join(store_dir, "store")) and not (tmp_path / "venv").exists()
 
 
-def test_a_floating_revision_is_refused_by_default_and_accepted_when_allowed(tmp_path):
-    refused = _play(tmp_path, _settings(tmp_path, sglang_model_revision="v1.0"), "validate")
+def test_a_floating_revision_is_refused_by_default_and_accepted_when_allowed(store_dir, tmp_path):
+    refused = _play(tmp_path, _settings(tmp_path, store_dir, sglang_model_revision="v1.0"), "validate")
     assert refused.returncode == 2
     assert "sglang_model_revision: v1.0 is a branch or tag name" in refused.stdout
-    allowed = _play(tmp_path, _settings(tmp_path, sglang_model_revision="v1.0",
+    allowed = _play(tmp_path, _settings(tmp_path, store_dir, sglang_model_revision="v1.0",
                                         sglang_model_allow_floating_revision=True), "validate")
     assert allowed.returncode == 0, allowed.stdout[-3000:]
 
 
-def test_stage_without_resolve_says_which_entry_point_to_run(tmp_path):
-    result = _play(tmp_path, _settings(tmp_path), "stage")
+def test_stage_without_resolve_says_which_entry_point_to_run(store_dir, tmp_path):
+    result = _play(tmp_path, _settings(tmp_path, store_dir), "stage")
     assert result.returncode == 2
     assert "run the role's resolve entry point" in result.stdout
-    assert not (tmp_path / "store").exists()
+    assert not os.path.exists(os.path.join(store_dir, "store"))
 
 
 def _server_model_path(variables):
