@@ -329,9 +329,9 @@ def entry_problem(path, info, owners, links_ok=False):
     return None
 
 
-def tree_problems(root, owners=None, links_ok=False, limit=LISTED_MAX + 1):
+def tree_problems(root, owners=None, links_ok=False, limit=LISTED_MAX + 1, links=None):
     """``[(path, found)]`` for ``root`` and everything below it that ``entry_problem`` refuses (links are not
-    followed); at most ``limit``. A missing ``root`` has none."""
+    followed); at most ``limit``. A missing ``root`` has none. ``links``: a list that gets every link met."""
     owners = trusted_owners() if owners is None else owners
     problems = []
     try:
@@ -341,17 +341,28 @@ def tree_problems(root, owners=None, links_ok=False, limit=LISTED_MAX + 1):
     found = entry_problem(root, info, owners, links_ok)
     if found or not stat.S_ISDIR(info.st_mode):
         return [(root, found)] if found else []
-    for top, dirs, files in os.walk(root):
-        for name in sorted(dirs) + sorted(files):
-            path = os.path.join(top, name)
+    pending = [root]
+    while pending:
+        top = pending.pop()
+        try:
+            entries = sorted(os.scandir(top), key=lambda entry: entry.name)
+        except FileNotFoundError:
+            continue
+        for entry in entries:
             try:
-                found = entry_problem(path, os.lstat(path), owners, links_ok)
+                info = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
+            found = entry_problem(entry.path, info, owners, links_ok)
             if found:
-                problems.append((path, found))
+                problems.append((entry.path, found))
                 if len(problems) >= limit:
                     return problems
+            elif stat.S_ISLNK(info.st_mode):
+                if links is not None:
+                    links.append(entry.path)
+            elif stat.S_ISDIR(info.st_mode):
+                pending.append(entry.path)
     return problems
 
 
@@ -370,15 +381,13 @@ def interpreter_problems(python, owners=None):
     targets = [os.path.realpath(python)]
     venv = os.path.dirname(os.path.dirname(python))
     if os.path.isfile(os.path.join(venv, "pyvenv.cfg")):
-        problems += tree_problems(venv, owners, links_ok=True)
+        links = []
+        problems += tree_problems(venv, owners, links_ok=True, links=links)
         real_venv = os.path.realpath(venv)
-        for top, dirs, files in os.walk(venv):
-            for name in dirs + files:
-                path = os.path.join(top, name)
-                if os.path.islink(path):
-                    target = os.path.realpath(path)
-                    if not (target + "/").startswith(real_venv + "/"):
-                        targets.append(target)
+        for path in links:
+            target = os.path.realpath(path)
+            if not (target + "/").startswith(real_venv + "/"):
+                targets.append(target)
     for target in sorted(set(targets)):
         problems += path_problems(os.path.dirname(target), owners)
         try:

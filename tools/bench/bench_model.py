@@ -231,7 +231,7 @@ def main(argv=None):
     logs = os.path.join(workdir, "logs")
     os.makedirs(logs, exist_ok=True)
     started = time.monotonic()
-    server = None
+    server = store = None
     try:
         log("writing a %d MiB model and committing it to the mirror's git repository" % args.size_mib)
         make_model(os.path.join(workdir, "model"), args.size_mib)
@@ -241,7 +241,10 @@ def main(argv=None):
         server.start()
         args.endpoint = server.url
         url = "%s/%s/resolve/%s/%s" % (server.url, REPO, commit, WEIGHTS)
-        store = os.path.join(workdir, "store")
+        # the role refuses a store under /tmp (volatile, world-writable), where a clone or the workdir may lie
+        store_base = os.path.join(os.environ.get("LLMSERVE_CACHE") or "/var/cache/llmserve", "bench-stores")
+        os.makedirs(store_base, 0o755, exist_ok=True)
+        store = os.path.join(tempfile.mkdtemp(prefix="store-", dir=store_base), "store")
         log("olah on %s, revision %s" % (server.url, commit))
         warm = curl_sample(url, os.path.join(workdir, "curl.out"))
         log("warm-up curl (not measured): %.1f s, %.1f MB/s" % (warm["seconds"], warm["rate"] / 1e6))
@@ -314,6 +317,8 @@ def main(argv=None):
     finally:
         if server is not None:
             server.stop()
+        if store is not None:
+            shutil.rmtree(os.path.dirname(store), ignore_errors=True)
 
     curl_rate = median([r["rate"] for r in curl_runs])
     role_rate = median([r["rate"] for r in role_runs])
