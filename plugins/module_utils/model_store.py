@@ -329,9 +329,10 @@ def entry_problem(path, info, owners, links_ok=False):
     return None
 
 
-def tree_problems(root, owners=None, links_ok=False, limit=LISTED_MAX + 1, links=None):
+def tree_problems(root, owners=None, links_ok=False, limit=LISTED_MAX + 1, links=None, skip=()):
     """``[(path, found)]`` for ``root`` and everything below it that ``entry_problem`` refuses (links are not
-    followed); at most ``limit``. A missing ``root`` has none. ``links``: a list that gets every link met."""
+    followed); at most ``limit``. A missing ``root`` has none. ``links``: a list that gets every link met; ``skip``:
+    paths below ``root`` not looked at (nor what is below them)."""
     owners = trusted_owners() if owners is None else owners
     problems = []
     try:
@@ -349,6 +350,8 @@ def tree_problems(root, owners=None, links_ok=False, limit=LISTED_MAX + 1, links
         except FileNotFoundError:
             continue
         for entry in entries:
+            if entry.path in skip:
+                continue
             try:
                 info = entry.stat(follow_symlinks=False)
             except FileNotFoundError:

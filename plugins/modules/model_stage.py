@@ -424,6 +424,15 @@ def _hashed(result, old_state, mode):
     return len(result.ok) - kept + sum(1 for item in result.bad if item["reason"] == "hash")
 
 
+def _owned_dir(path):
+    """Whether ``path`` is a directory (not a link) that root alone controls."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and entry_problem(path, info, trusted_owners()) is None
+
+
 def _walk_remove(path):
     """Remove a file, link or tree without following links; a missing one is fine."""
     try:
@@ -647,11 +656,18 @@ class Stager(object):
                 _walk_remove(target)
                 shutil.copy2(os.path.realpath(source), target)
             return
+        # sizes: no file may grow past its listed size, whatever the hub sends (run_child stops the child and removes
+        # the over-long file); the free-space check counted those sizes only
         request = dict(op="download", repo=self.repo, revision=self.commit, endpoint=p["endpoint"], token=p["token"],
-                       local_dir=self.stage, allow_patterns=[allow_pattern(entry["path"]) for entry in entries])
+                       local_dir=self.stage, allow_patterns=[allow_pattern(entry["path"]) for entry in entries],
+                       sizes=dict((entry["path"], entry["size"]) for entry in entries))
         try:
             run_child(p["python"], request, p["timeout"])
         except HubError as exc:
+            if exc.error == "Oversize":
+                raise StageError("fetching %s@%s from %s was stopped: %s. The hub sends more bytes than it lists, so "
+                                 "the download was stopped and the over-long file removed; the published revisions "
+                                 "are untouched" % (self.repo, self.commit, hub_name(p["endpoint"]), exc))
             status = " (HTTP %d)" % exc.status if exc.status else ""
             raise StageError("fetching %s@%s from %s failed%s: %s; the files fetched so far stay in %s for the next "
                              "run" % (self.repo, self.commit, hub_name(p["endpoint"]), status, exc, self.stage))
@@ -683,8 +699,17 @@ class Stager(object):
 
     def _check_staging(self):
         """A staging directory left by an earlier run is used only when root alone controls all of it: a link in it
-        (``.cache`` pointing elsewhere) would make root write where the link leads."""
-        untrusted = tree_problems(self.stage)
+        (``.cache`` pointing elsewhere) would make root write where the link leads. huggingface_hub's own ``.cache``
+        there (locks of mode 0664, partial files it never resumes) is removed first when it is root's directory: each
+        download builds it anew."""
+        cache = os.path.join(self.stage, HF_CACHE)
+        skip = ()
+        if _owned_dir(self.stage) and _owned_dir(cache):
+            if self.check:
+                skip = (cache,)
+            else:
+                shutil.rmtree(cache)
+        untrusted = tree_problems(self.stage, skip=skip)
         if untrusted:
             raise StageError("the staging directory %s must hold only directories and files owned by root and "
                              "writable by root only, no link: %s. Nothing was fetched; move it away (the files are "

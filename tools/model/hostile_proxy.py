@@ -7,14 +7,17 @@
         [--rules FILE] [--log FILE] [--rule MODE:GLOB[:N]] ...
 
 Every request goes to the upstream unchanged (method, path, body, all headers including ``Range`` and
-``Authorization``); status and headers come back unchanged (``ETag``, ``X-Repo-Commit``, ``Content-Length``,
-``Location`` of a redirect, which is not followed). Only the body of a GET whose path matches a rule is changed:
+``Authorization``); status and headers come back unchanged (``ETag``, ``X-Repo-Commit``, ``Content-Length`` but
+for ``pad``, ``Location`` of a redirect, which is not followed). Only the body of a GET whose path matches a rule is
+changed:
 
   pass              forward as is
   flip:GLOB[:OFF]   invert the byte at body offset OFF (default 0), same length
   truncate:GLOB:N   send N body bytes, then close the connection
   stall:GLOB:N      send N body bytes, then send nothing more until the proxy stops (the client must time out)
   slow:GLOB:RATE    forward at about RATE bytes per second
+  pad:GLOB:N        send the body, then N zero bytes more (the Content-Length, if any, raised to match): a mirror
+                    that streams more than it lists
 
 GLOB is an fnmatch pattern against the request path (``*/resolve/*/model.safetensors``). The first matching rule
 wins. Rules come from ``--rule`` or from ``--rules FILE`` (JSON: ``[{"mode": .., "path": .., "n": .., "times":
@@ -22,8 +25,9 @@ wins. Rules come from ``--rule`` or from ``--rules FILE`` (JSON: ``[{"mode": ..,
 a rule to its first N matching requests (``truncate`` once, then pass).
 
 ``--log FILE`` gets one JSON line per request: method, path, the ``Range`` header, the mode applied, status, body
-bytes sent, and for ``Authorization`` only the scheme and the sha256 of the credentials (a test compares that with
-the token it used, and the log never holds the token itself).
+bytes sent (and ``hung_up`` when the client closed the connection while ``pad`` was sending), and for
+``Authorization`` only the scheme and the sha256 of the credentials (a test compares that with the token it used,
+and the log never holds the token itself).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-MODES = ("pass", "flip", "truncate", "stall", "slow")
+MODES = ("pass", "flip", "truncate", "stall", "slow", "pad")
 # hop-by-hop headers (RFC 9110 section 7.6.1) are for one connection and are not forwarded
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
               "transfer-encoding", "upgrade"}
@@ -60,7 +64,7 @@ def parse_rule(text):
     rule = {"mode": mode, "path": glob or "*"}
     if number:
         rule["n"] = int(number)
-    if mode in ("truncate", "stall", "slow") and "n" not in rule:
+    if mode in ("truncate", "stall", "slow", "pad") and "n" not in rule:
         raise ValueError("rule %r needs a number (bytes, or bytes per second for slow)" % text)
     return rule
 
@@ -155,6 +159,8 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self.send_response_only(response.status, response.reason)
         upstream_length = response.getheader("Content-Length")
         for name, value in response.getheaders():
+            if name.lower() == "content-length" and mode == "pad" and self.command != "HEAD":
+                value = str(int(value) + rule["n"])
             if name.lower() not in HOP_BY_HOP:
                 self.send_header(name, value)
         # without a length from upstream (olah streams mirror files chunked), re-frame the body as chunked
@@ -196,9 +202,26 @@ class ProxyHandler(BaseHTTPRequestHandler):
             sent += len(block)
             if mode == "slow":
                 time.sleep(len(block) / float(max(limit, 1)))
+        if mode == "pad":
+            sent += self._pad(limit, chunked)
         if chunked:
             self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+        return sent
+
+    def _pad(self, count, chunked):
+        """Send ``count`` zero bytes; the bytes sent before the client hung up, which is then logged as such."""
+        sent = 0
+        zeros = bytes(BLOCK)
+        while sent < count:
+            block = zeros[:count - sent]
+            try:
+                self._write(block, chunked)
+            except OSError:
+                self.entry["hung_up"] = True
+                self.close_connection = True
+                break
+            sent += len(block)
         return sent
 
     def _write(self, block, chunked):

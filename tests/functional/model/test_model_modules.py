@@ -16,8 +16,10 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -250,3 +252,123 @@ def test_killed_download_resumes_and_token_stays_out_of_argv(hostile, tmp_path):
     assert again == [WEIGHTS], "only the file cut half-way is fetched again"
     assert out["downloaded_bytes"] == BIG_SIZE and not staging.exists()
     assert revision_files(out["path"])[WEIGHTS] == (hostile.big_source / WEIGHTS).read_bytes()
+
+
+# --- issue 45: a mirror that streams more than it lists; the host's proxy and a loopback mirror ---------------------
+
+def store_files(root):
+    """{path: size} of every file under ``root`` now (files that vanish meanwhile are left out)."""
+    found = {}
+    for top, _dirs, files in os.walk(str(root)):
+        for name in files:
+            try:
+                found[os.path.join(top, name)] = os.lstat(os.path.join(top, name)).st_size
+            except OSError:
+                pass
+    return found
+
+
+def test_a_mirror_that_streams_more_than_it_lists_is_cut_off(hostile, tmp_path):
+    store = tmp_path / "models"
+    resolved = resolved_for(hostile, tmp_path)
+    sizes = {e["path"]: e["size"] for e in resolved["manifest"]}
+    pad = 400 << 20
+    hostile.set_rules({"mode": "pad", "path": "*/resolve/*/config.json", "n": pad})
+    # the largest file of any one moment under the store, looked at every millisecond while the module runs
+    peak = {"file": 0, "all": 0}
+    running = threading.Event()
+    running.set()
+
+    def sample():
+        while running.is_set():
+            now = store_files(store)
+            peak["file"] = max([peak["file"]] + list(now.values()))
+            peak["all"] = max(peak["all"], sum(now.values()))
+            time.sleep(0.001)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        out = stage(hostile, tmp_path, store, resolved)
+    finally:
+        running.clear()
+        sampler.join()
+    assert out.get("failed"), out
+    # The bound: the child cannot write a file past the largest listed size plus 1 MiB (its RLIMIT_FSIZE; the watch
+    # stops it within 0.25 s besides), so config.json never held more than that, 400 MiB offered.
+    ceiling = max(sizes.values()) + (1 << 20)
+    assert peak["file"] <= ceiling, (peak, ceiling)
+    # and all together: the files, that one over-long file, and huggingface_hub's few KiB of metadata and listing
+    assert peak["all"] <= sum(sizes.values()) + ceiling + (64 << 10), (peak, sizes)
+    assert "config.json is listed with %d bytes and the hub sent at least " % sizes["config.json"] in out["msg"]
+    assert "the published revisions are untouched" in out["msg"] and TOKEN not in json.dumps(out)
+    sent = [r.get("sent", 0) for r in hostile.gets("config.json")]
+    assert sent and max(sent) < 64 << 20, "the child stopped reading long before the 400 MiB were sent: %s" % sent
+    left = store_files(store)
+    assert not [path for path in left if path.endswith(".incomplete")], left
+    assert not [path for path, size in left.items() if os.path.basename(path) in sizes
+                and size > sizes[os.path.basename(path)]], left
+    assert not os.path.exists(os.path.join(str(store), "llmserve--tiny-llama", resolved["commit"]))
+
+
+class ProxyRecorder(object):
+    """A listener standing for the host's HTTP proxy: it records each request line and answers 502."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.seen = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _addr = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                try:
+                    self.seen.append(conn.recv(4096).split(b"\r\n", 1)[0].decode("latin-1"))
+                    conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+
+
+def run_module_env(name, args, tmp_path, env):
+    path = tmp_path / ("args-%s-%d.json" % (name, time.monotonic_ns()))
+    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}), encoding="utf-8")
+    # pylint: disable-next=consider-using-with
+    proc = subprocess.Popen([sys.executable, "-m", MODULES + name, str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(env, PYTHONPATH=TREE), cwd=str(tmp_path),
+                            start_new_session=True)
+    return finish(proc)
+
+
+def test_a_loopback_mirror_is_reached_direct_whatever_the_hosts_proxy(hostile, tmp_path):
+    recorder = ProxyRecorder()
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env.update(http_proxy=recorder.url, https_proxy=recorder.url, HTTP_PROXY=recorder.url,
+               HTTPS_PROXY=recorder.url, ALL_PROXY=recorder.url)
+    try:
+        first = hostile.commits[REPO][0]
+        common = dict(endpoint=hostile.proxy.url, token=TOKEN, python=str(HUB_PYTHON))
+        out = run_module_env("model_revision", dict(common, repo=REPO, revision=first), tmp_path, env)
+        assert recorder.seen == [], "the host's proxy got: %s" % recorder.seen
+        assert not out.get("failed"), out
+        staged = run_module_env("model_stage", dict(common, repo=REPO, commit=out["commit"], manifest=out["manifest"],
+                                                    dir=str(tmp_path / "models"), disk_margin=0, timeout=240),
+                                tmp_path, env)
+    finally:
+        recorder.close()
+    assert recorder.seen == [], "the host's proxy got: %s" % recorder.seen
+    assert not staged.get("failed"), staged
+    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
+    assert hostile.gets(WEIGHTS) and all(r["authorization"] == {"scheme": "Bearer", "sha256": digest}
+                                         for r in hostile.requests())

@@ -7,7 +7,9 @@ HF_* environment, the request) and answers like the real child would, from a sce
 
     {"commit", "files": {path: text or {"size": n, "lfs": true}}, "config": ..., "error": {...} | null,
      "corrupt": {path: times}, "die_after": path | null, "slow": seconds before each file,
-     "hold": a path: after the first file, wait (at most 120 s) until it exists}
+     "hold": a path: after the first file, wait (at most 120 s) until it exists,
+     "oversize": {path: bytes}: that file is written with so many zero bytes instead, 64 KiB every 10 ms (a hub
+     that streams more than it lists); ``oversize-done`` beside the scenario is made once all were written}
 
 For ``download`` it writes the files into ``local_dir`` (a corrupt file gets its first byte flipped while its
 ``times`` count lasts).
@@ -68,6 +70,17 @@ for path in req.get("allow_patterns") or sorted(sc["files"]):
         import time
         time.sleep(sc["slow"])
     os.makedirs(os.path.dirname(target), exist_ok=True)
+    if path in sc.get("oversize", {}):
+        import time
+        with open(target, "wb") as handle:
+            left = sc["oversize"][path]
+            while left > 0:
+                handle.write(bytes(min(left, 65536)))
+                handle.flush()
+                left -= 65536
+                time.sleep(0.01)
+        open(os.path.join(os.path.dirname(SCENARIO), "oversize-done"), "w").close()
+        continue
     data = bytearray(content(path))
     if corrupt.get(path, 0) > 0 and data:
         corrupt[path] -= 1

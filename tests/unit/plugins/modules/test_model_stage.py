@@ -466,3 +466,23 @@ def test_two_runs_staging_one_revision_at_once_download_it_once(monkeypatch, tmp
     for entry in slow.manifest():
         with open(os.path.join(rev(store), entry["path"]), "rb") as handle:
             assert handle.read() == slow.content(entry["path"])
+
+
+def test_a_hub_that_streams_more_than_it_lists_is_stopped_and_the_file_removed(monkeypatch, tmp_path, store):
+    # issue 45: config.json is listed with some bytes and 16 MiB come, slowly; the watch stops the child mid-way
+    big = FakeHub(tmp_path, commit=C1, files={"config.json": json.dumps({"architectures": ["X"]}),
+                                             WEIGHTS: {"size": 300000, "lfs": True}},
+                  oversize={"config.json": 16 << 20})
+    listed = len(big.content("config.json"))
+    start = time.monotonic()
+    out = stage(monkeypatch, big, store)
+    assert isinstance(out, FailJson), out.result
+    msg = out.result["msg"]
+    assert "config.json is listed with %d bytes and the hub sent at least " % listed in msg, msg
+    assert "the over-long file removed; the published revisions are untouched" in msg
+    seen = int(msg.split("sent at least ")[1].split(".")[0])
+    assert listed < seen < 8 << 20 and time.monotonic() - start < 10
+    assert not (tmp_path / "fake-hub" / "oversize-done").exists(), "the child was stopped before it wrote it all"
+    staging = os.path.join(store, "llmserve--tiny", ".staging-" + C1)
+    assert not os.path.exists(os.path.join(staging, "config.json")) and not os.path.exists(rev(store))
+    assert len(downloads(big)) == 1 and downloads(big)[0]["sizes"] == {e["path"]: e["size"] for e in big.manifest()}
