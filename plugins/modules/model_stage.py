@@ -33,7 +33,7 @@ description:
     naming the file and both hashes, and the published revisions are untouched. Only a fully verified staging
     directory is renamed into place (one atomic rename on the same filesystem).
   - The store is trusted only where root alone controls it, checked on every run before anything is read or
-    written: each directory on the way to C(<dir>/<org>--<name>) is root's and writable by root only (a sticky
+    written. Each directory on the way to C(<dir>/<org>--<name>) is root's and writable by root only (a sticky
     directory such as C(/tmp) may stand above), and so is every file and directory of a published revision and its
     record; a staging directory left by an earlier run holds no link; the interpreter O(python), the directories on
     the way to it and its virtualenv likewise, before it is handed the token. Anything else fails the task, naming
