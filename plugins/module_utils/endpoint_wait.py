@@ -11,7 +11,7 @@ a sleep function and, optionally, a :class:`UnitWatcher` that reads systemd.
 
 It also holds the module's defences against hostile or broken servers: the per-request
 watchdog (:class:`RequestWatchdog`), the capped body read (:func:`read_capped`), the JSON
-decoding with a nesting limit (:func:`decode_json_body`), the loopback test that keeps
+decoding with a nesting limit and its text made safe (:func:`decode_json_body`), the loopback test that keeps
 proxies out (:func:`is_local_host`); the masking of secrets is in ``text.py``.
 
 Stdlib only; importable on Python 3.9+ managed hosts.
@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 
-from ansible_collections.llmserve.sglang.plugins.module_utils.text import clean_text, parse_systemctl_show
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import clean_text, parse_systemctl_show, safe_value
 
 # "not yet" means: keep polling.  "ready" and "fail" end the wait.
 READY = "ready"
@@ -149,6 +149,10 @@ def decode_json_body(body, content_type=None, max_depth=MAX_JSON_DEPTH):
 
     Never raises: bodies that are not UTF-8, not JSON, nested deeper than ``max_depth`` (or than
     Python's recursion limit) or otherwise unparseable only give a reason.
+
+    Every string of the answer (keys too) is ``text.safe_value``: the one place where the JSON of a server (SGLang,
+    the gateway) enters a run, so no task, report or metric downstream meets a lone surrogate (which ansible-core
+    refuses in a module's result), a control character or a megabyte of text.
     """
     if body is None:
         return None, "the answer has no body"
@@ -172,7 +176,7 @@ def decode_json_body(body, content_type=None, max_depth=MAX_JSON_DEPTH):
         return None, "the answer is not usable JSON: %s" % clean_text(exc, 120)
     if json_depth(data, max_depth) > max_depth:
         return None, "the answer is not usable JSON: nested deeper than %d levels" % max_depth
-    return data, None
+    return safe_value(data), None
 
 
 def read_capped(resp, limit, chunk_size=65536):

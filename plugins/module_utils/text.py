@@ -25,6 +25,9 @@ Cleaning:
 ``printable(text, limit=None, escape=False)``
     a name for a message: every character Python does not count as printable (controls, line and paragraph
     separators, bidirectional overrides, unassigned code points) shown as ``?`` or, with ``escape``, as ``\\xNN``.
+``safe_text(text, limit=TEXT_LIMIT)`` / ``safe_value(value, limit=TEXT_LIMIT)``
+    server-controlled text (or every string of parsed JSON, a report) as printable, valid UTF-8: surrogates joined
+    or replaced, what ``printable`` refuses escaped (newlines kept), length capped.
 
 ``parse_systemctl_show(text)``
     ``systemctl show`` output (``Key=Value`` lines) as a dict.
@@ -224,6 +227,48 @@ def printable(text, limit=None, escape=False):
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else (_escaped(c) if escape else "?") for c in text)
+
+
+# Server text: long enough for an error that quotes a journal tail, short enough that one answer cannot bloat the
+# report, the job's artifacts and every place they are copied to.
+TEXT_LIMIT = 10000
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(text, limit=TEXT_LIMIT):
+    """Text a server chose (``None`` is ``""``) as printable, valid UTF-8: a surrogate pair (JSON ``"\\ud83d\\ude80"``
+    decoded code unit by code unit) joined into the character it encodes, a lone surrogate replaced by U+FFFD, every
+    other character :func:`printable` does not let through escaped as it escapes them (newlines are kept: an error
+    quoting a journal has several lines), and at most ``limit`` characters, the cut said at the end.
+
+    Idempotent, so a value may pass more than once. Python writes a lone surrogate into no file, and ansible-core
+    refuses it in a module's result."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = "" if text is None else str(text)
+    if _SURROGATE.search(text):
+        # UTF-16 pairs what it can; the decoder replaces the rest
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if not text.isprintable():
+        text = "\n".join(printable(line, escape=True) for line in text.split("\n"))
+    if limit is not None and len(text) > limit:
+        # the result is exactly ``limit`` long, so a second pass leaves it alone
+        marker = "...(cut, %d characters)" % len(text)
+        text = text[:max(0, limit - len(marker))] + marker
+    return text
+
+
+def safe_value(value, limit=TEXT_LIMIT):
+    """A copy of ``value`` (parsed JSON, a report) with every string, dict keys too, made :func:`safe_text`; other
+    values as they are. Recursion is bounded by the caller (JSON is only accepted up to MAX_JSON_DEPTH levels)."""
+    if isinstance(value, str):
+        return safe_text(value, limit)
+    if isinstance(value, dict):
+        return {(safe_text(key, limit) if isinstance(key, str) else key): safe_value(item, limit)
+                for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [safe_value(item, limit) for item in value]
+    return value
 
 
 # --- systemd ----------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import re
 from urllib.parse import quote
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.model_store import human_bytes
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import safe_value
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.rotation import (
     gateway_of as _gateway_of,
     loop_results as _loop_results,
@@ -200,6 +201,11 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
     (repository, revision, bytes, what was downloaded, read and verified on this host); ``rotation`` the record of
     ``rotation.rotation_record`` (the worker's time out of rotation; ``None`` when it neither left a gateway nor
     restarted).
+
+    Every string of the report is ``text.safe_value`` (printable, valid UTF-8, capped): the report is where what the
+    servers, the gateways and the hosts answered comes together, and the report files, the job's custom stats,
+    report.html and the node exporter textfiles are all made from it; one character no file can hold (a lone
+    surrogate) or no YAML can read must not stop the end of the run.
     """
     report = {"host": host, "stages": {}}
     if rotation:
@@ -279,7 +285,7 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
             report["sglang"]["node_rank"] = _int_or_none(sglang.get("node_rank"))
     else:
         report["stages"]["sglang"] = NOT_RUN
-    return report
+    return safe_value(report)
 
 
 def host_stats(report):

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import io
+import json
 import socket
 import threading
 import time
@@ -142,6 +143,18 @@ def test_decode_json_body_reasons():
     assert ew.decode_json_body(b"OK")[1] == "the answer is not JSON"
     assert "not valid JSON" in ew.decode_json_body(b'{"a": ')[1]
     assert "not valid JSON" in ew.decode_json_body(b"1" * 5000, "application/json")[1]  # int digits limit
+
+
+def test_decode_json_body_makes_the_servers_text_safe():
+    # the one door of a server's JSON (issue 45 #6): ansible-core refuses a lone surrogate in a module's result
+    body = (r'{"speculative_algorithm": "EAGLE3\ud83d\ude80", "version": "0.5\ud83d", "k\u0000": ["\u001b[2J", 1],'
+            r' "long": "%s"}' % ("x" * 20000))
+    data, problem = ew.decode_json_body(body.encode("ascii"))
+    assert problem is None
+    assert data["speculative_algorithm"] == "EAGLE3\U0001F680" and data["version"] == "0.5\ufffd"
+    assert data["k\\x00"] == ["\\x1b[2J", 1]
+    assert len(data["long"]) == 10000 and data["long"].endswith("...(cut, 20000 characters)")
+    json.dumps(data, ensure_ascii=False).encode("utf-8")  # strict
 
 
 def test_json_depth_counts_without_recursion():

@@ -165,6 +165,37 @@ def test_printable_limit_none_and_other_types():
     assert txt.printable(None) == "" and txt.printable(42) == "42"
 
 
+# --- server text (issue 45 #6) ---------------------------------------------------------------
+
+@pytest.mark.parametrize("raw, shown", [
+    ("EAGLE3\ud83d\ude80", "EAGLE3\U0001F680"),  # a pair, code unit by code unit: the character it encodes
+    ("EAGLE3\U0001F680", "EAGLE3\U0001F680"),
+    ("x\ud83d", "x\ufffd"), ("\udc80y", "\ufffdy"), ("\ude80\ud83d", "\ufffd\ufffd"),  # lone or out of order
+    ("a\x1b[31mb\x00\x7f\x85\r", "a\\x1b[31mb\\x00\\x7f\\x85\\x0d"),
+    ("two\nlines", "two\nlines"), ("tab\there", "tab\\x09here"), ("bidi\u202e", "bidi\\u202e"),
+    (None, ""), (b"by\xfftes", "by\ufffdtes"), (3, "3"),
+])
+def test_safe_text(raw, shown):
+    assert txt.safe_text(raw) == shown
+    assert txt.safe_text(shown) == shown, "idempotent"
+
+
+def test_safe_text_is_valid_utf8_and_capped():
+    text = txt.safe_text("\ud83d" * 5 + "x" * 50000, limit=1000)
+    assert len(text) == 1000 and text.startswith("\ufffd" * 5 + "x")
+    assert text.endswith("...(cut, 50005 characters)")
+    text.encode("utf-8")  # strict
+    assert txt.safe_text(text, limit=1000) == text, "a second pass cuts nothing more"
+    assert txt.safe_text("x" * txt.TEXT_LIMIT) == "x" * txt.TEXT_LIMIT
+    assert txt.safe_text("x" * 50, limit=None) == "x" * 50
+
+
+def test_safe_value_walks_keys_lists_and_leaves_other_values():
+    value = {"spec\ud83d": ["EAGLE3\ud83d\ude80", {"n": 3, "ok": True, "none": None, "f": 1.5}], 7: ("a\x00",)}
+    assert txt.safe_value(value) == {"spec\ufffd": ["EAGLE3\U0001F680", {"n": 3, "ok": True, "none": None, "f": 1.5}],
+                                     7: ["a\\x00"]}
+
+
 @pytest.mark.parametrize("raw, shown", [
     ("ssh\n", "ssh\\x0a"), ("evil\x1b]0;title\x07", "evil\\x1b]0;title\\x07"), ("a\u202eb", "a\\u202eb"),
     ("zero\u200bwidth", "zero\\u200bwidth"),

@@ -117,6 +117,35 @@ def test_rolled_back_host_is_reported_with_both_errors():
     assert "Rollback error" not in dict(host_rows(rolled_back))
 
 
+def test_every_string_of_the_report_is_safe_text():
+    # issue 45 #6: whatever a server, a gateway or a host answered, the report (and all that is made from it: the
+    # files, the job's stats, report.html, the textfiles) holds printable, valid UTF-8 of a bounded length
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.host_metrics import host_metrics
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.report_html import render_run_report
+
+    sg = dict(SGLANG, speculative_reported="EAGLE3\ud83d\ude80", version="0.5.23\ud83d", error="x\x1b[2J\ud83d",
+              rollback_error="y" * 50000, speculative_check={"verdict": "ok\udc80", "accept_length": 3.2})
+    out = [{"changed": True, "drained": True, "drain_seconds": 1.0, "__sglang_gw": "gw\u202e1", "msg": "m"}]
+    report = build_host_report("h", PREFLIGHT, DRIVER, sg, gateway_states(_looped(*out)))
+    sgr = report["sglang"]
+    assert sgr["speculative_reported"] == "EAGLE3\U0001F680"
+    assert sgr["version"] is None, "not shaped like a version"
+    assert sgr["error"] == "x\\x1b[2J\ufffd" and sgr["speculative_check"]["verdict"] == "ok\ufffd"
+    assert len(sgr["rollback_error"]) == 10000
+    assert report["gateways"][0]["gateway"] == "gw\\u202e1"
+    text = json.dumps(report, ensure_ascii=False)
+    text.encode("utf-8")  # strict
+    assert json.loads(json.dumps(report)) == report
+    assert dict(host_rows(report))["Speculative (server reports)"] == "EAGLE3\U0001F680"
+    stats = host_stats(report)
+    assert stats["speculative"]["verdict"] == "ok\ufffd"
+    json.dumps(stats, ensure_ascii=False).encode("utf-8")
+    page = render_run_report("run-1", [report])
+    page.encode("utf-8")
+    assert "EAGLE3\U0001F680" in page and "\x1b" not in page
+    assert host_metrics(report, "run", success=True, ended=1)[0]["value"] == 1
+
+
 def _looped(*results):
     """A looped task's registered variable, as gateway_out.yml / gateway_in.yml register it."""
     return {"results": [dict(r, ansible_loop_var="__sglang_gw") for r in results]}
