@@ -29,6 +29,7 @@ INPUTS = (
     "sglang_gateway_drain_timeout",
     "sglang_gateway_healthy_timeout",
     "sglang_audit_probe_timeout",
+    "sglang_prewarm_timeout",
     "iommu_preflight_p2p_test",
     "iommu_preflight_p2p_timeout",
     "nvidia_driver_apply",
@@ -155,6 +156,13 @@ def _drain(s, gateways):
     return _driver(s, gateways) + s.seconds("sglang_gateway_drain_timeout") * gateways
 
 
+def _prewarm(s, gateways):
+    # drain.yml renews right before the pre-warm (the weights read into the page cache, at most
+    # sglang_prewarm_timeout, the task's timeout), then the drain phase: the next renewal comes after the drain, or
+    # after the driver role where nothing is drained
+    return s.seconds("sglang_prewarm_timeout") + _drain(s, gateways)
+
+
 def _rejoin(s, gateways):
     # back into the gateways: the wait until each one routes to the host again
     return s.seconds("sglang_lock_lease") + s.seconds("sglang_gateway_healthy_timeout") * gateways
@@ -212,6 +220,7 @@ def _gateway(s, gateways):
 
 PHASES = {
     "plan": _plan,
+    "prewarm": _prewarm,
     "drain": _drain,
     "driver": _driver,
     "sglang": _sglang,

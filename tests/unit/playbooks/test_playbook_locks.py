@@ -181,11 +181,13 @@ def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
 
 
 def test_site_drains_through_the_gateways_only_around_a_restart():
-    assert_, prewarm, out, renew = rollout_tasks("drain")
+    assert_, warm, out, renew = rollout_tasks("drain")
     # then, while the host still serves: the weights into the page cache (not before a planned reboot)
-    assert prewarm["ansible.builtin.include_role"] == {"name": "llmserve.sglang.sglang_server", "tasks_from": "prewarm",
-                                                       "apply": {"tags": ["always"]}}
-    assert prewarm["when"] == ["sglang_rollout_restarts | bool", "(nvidia_driver_plan.apply | default('none')) != 'reboot'"]
+    prewarm = warm["block"][-1]
+    assert prewarm["ansible.builtin.include_role"] == {
+        "name": "llmserve.sglang.sglang_server", "tasks_from": "prewarm",
+        "apply": {"tags": ["always"], "timeout": "{{ sglang_prewarm_timeout }}"}}
+    assert warm["when"] == ["sglang_rollout_restarts | bool", "(nvidia_driver_plan.apply | default('none')) != 'reboot'"]
     assert "sglang_rollout_max_unavailable" in assert_["ansible.builtin.assert"]["that"]
     assert "sglang_rollout_serial" in assert_["ansible.builtin.assert"]["that"]
     assert assert_["when"] == "__sglang_rollout_gateways | length > 0"
@@ -208,6 +210,37 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
     assert render_text(drains, variables) is True
     assert render_text(drains, dict(variables, __sglang_rollout_gateways=[])) is False
     assert render_text(drains, dict(variables, __sglang_rollout_rank0=False)) is False
+
+
+def test_the_lock_is_renewed_for_the_prewarm_right_before_it_reads():
+    """Issue 45 #7: reading a large model takes minutes; the lease begin took for the drain phase must not run out
+    under it. tests/unit/roles/rollout/test_prewarm_lease.py runs it."""
+    tasks = list(flatten(rollout_tasks("drain")))
+    (warm,) = [t for t in rollout_tasks("drain")
+               if any(role_of(x) == "sglang_server:prewarm" for x in t.get("block", []))]
+    renew, prewarm = warm["block"]
+    assert renew["ansible.builtin.import_tasks"] == "renew.yml"
+    assert renew["vars"] == {"sglang_rollout_phase": "prewarm", "sglang_rollout_retake": False}
+    assert role_of(prewarm) == "sglang_server:prewarm"
+    assert tasks.index(renew) + 1 == tasks.index(prewarm), "nothing between the renewal and the read"
+    # both under the block's condition: a renewal exactly when the pre-warm runs, only where this play took the lock
+    assert "when" not in prewarm
+    variables = {"sglang_rollout_lock": {"failed": False, "changed": False}}
+    assert render_text("{{ %s }}" % renew["when"], variables) is True
+    assert render_text("{{ %s }}" % renew["when"], {}) is False, "the drain entry point on its own renews nothing"
+    assert render_text("{{ %s }}" % renew["when"], {"sglang_rollout_lock": {"failed": True}}) is False
+    # the drain's own renewal (the phase its caller names) still comes after the drain
+    after = tasks[-1]
+    assert after["ansible.builtin.import_tasks"] == "renew.yml" and "sglang_rollout_phase" not in after["vars"]
+    assert "sglang_rollout_phase | length > 0" in after["when"]
+    # only a timeout is forgiven: every other failure, a lost lock among them, fails the host again
+    stop, go_on = warm["rescue"]
+    assert "ansible.builtin.fail" in stop and stop["when"] == "ansible_failed_result.timedout is not defined"
+    assert "ansible.builtin.debug" in go_on and "when" not in go_on
+    specs = load("roles", "rollout", "meta", "argument_specs.yml")["argument_specs"]
+    assert "prewarm" in specs["renew"]["options"]["sglang_rollout_phase"]["choices"]
+    assert specs["drain"]["options"]["sglang_prewarm_timeout"]["default"] == \
+        load("roles", "rollout", "defaults", "main.yml")["sglang_prewarm_timeout"]
 
 
 def test_rank_zero_comes_from_sglang_servers_public_fact():
@@ -238,7 +271,11 @@ def test_begin_names_the_run_and_takes_the_lock_with_the_phases_lease():
 
 
 def test_end_releases_only_a_lock_this_play_took():
-    report, holds, release = rollout_tasks("end")
+    # the releases are the report's `always`: a failed report keeps nothing locked (issue 45 #6;
+    # tests/unit/playbooks/test_report_server_text.py runs it)
+    (end,) = rollout_tasks("end")
+    (report,) = end["block"]
+    holds, release = end["always"]
     assert report["ansible.builtin.import_tasks"] == "report.yml" and report["when"] == "sglang_rollout_report | bool"
     assert holds[LOCK]["path"] == GATEWAY_LOCK and holds[LOCK]["state"] == "released"
     assert release[LOCK] == {"owner": "{{ __sglang_rollout_owner }}", "state": "released"}
@@ -249,7 +286,7 @@ def test_every_lease_comes_from_the_lease_filter():
     """No lease arithmetic in YAML: the role's per-phase leases are filter calls, and every lock takes one of them."""
     variables = load("roles", "rollout", "vars", "main.yml")
     leases = {k: v for k, v in variables.items() if k.startswith("__sglang_lock_lease_")}
-    assert len(leases) == 12
+    assert len(leases) == 13
     for name, expression in leases.items():
         phase = name[len("__sglang_lock_lease_"):]
         assert expression.strip() == ("{{ '%s' | llmserve.sglang.sglang_rollout_lease(__sglang_rollout_lease_settings, "
@@ -398,7 +435,7 @@ def test_a_drain_holds_each_gateway_lock_shared_before_it_takes_the_worker_out()
     assert hold["delegate_to"] == drain["delegate_to"] == "{{ __sglang_gw }}"
     assert hold["loop"] == drain["loop"] and hold["vars"] == drain["vars"], "a hold in every gateway it drains from"
     assert drain["llmserve.sglang.gateway_worker"]["state"] == "absent"
-    release = rollout_tasks("end")[1]
+    release = rollout_tasks("end")[0]["always"][0]
     assert release[LOCK] == {"path": GATEWAY_LOCK, "owner": "{{ __sglang_rollout_owner }} drain {{ inventory_hostname }}",
                              "state": "released"}
     assert render_text(release[LOCK]["owner"], {"__sglang_rollout_owner": "r1", "inventory_hostname": "h"}) == \
@@ -406,7 +443,7 @@ def test_a_drain_holds_each_gateway_lock_shared_before_it_takes_the_worker_out()
     assert release["delegate_to"] == "{{ __sglang_hold.__sglang_gw }}"
     assert hold["register"] in release["loop"] and "'shared'" in release["loop"], "only the holds that were taken"
     # released before the host's own lock, at the end of the batch
-    assert [LOCK in t for t in rollout_tasks("end")] == [False, True, True]
+    assert [LOCK in t for t in flatten(rollout_tasks("end"))] == [False, True, True]
 
 
 def test_gateway_lock_paths_are_private():

@@ -69,6 +69,8 @@ SCENARIOS = {
     "speculation off when low": {"sglang_server_speculative_on_low": "disable",
                                  "sglang_server_speculative_check_timeout": 900},
     "multi-node server": {"sglang_server_node_group": "big"},
+    # a slow disk: the pre-warm may read for two hours
+    "slow pre-warm": {"sglang_prewarm_timeout": 7200},
     # as inventories and -e give them: strings
     "strings": {"sglang_lock_lease": "120", "sglang_server_ready_timeout": "600", "iommu_preflight_p2p_test": "yes"},
 }
@@ -132,6 +134,36 @@ def test_drain_covers_the_drain_in_each_gateway_and_the_driver_phase(scenario):
     assert lease("drain", variables) == lease("driver", variables), "without gateways there is no drain"
     two = dict(variables, **TWO_GATEWAYS)
     assert lease("drain", two, ["gw1", "gw2"]) >= lease("driver", two) + 2 * 900
+
+
+def prewarm_timeout(variables):
+    """The pre-warm's bound: the timeout drain.yml gives the tasks of sglang_server's prewarm entry point."""
+    (task,) = [t for block in load("roles", "rollout", "tasks", "drain.yml") for t in block.get("block", [])
+               if t.get("ansible.builtin.include_role", {}).get("tasks_from") == "prewarm"]
+    return render(task["ansible.builtin.include_role"]["apply"]["timeout"], variables)
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_prewarm_outlasts_the_read_then_the_drain_phase(scenario):
+    """drain.yml renews with it right before the pre-warm: the read, then the drain in each gateway and (without
+    gateways site.yml renews only after it) the driver role."""
+    variables = variables_of(scenario)
+    read = prewarm_timeout(variables)
+    assert read == number(variables, "sglang_prewarm_timeout") > 0
+    assert lease("prewarm", variables) >= read + lease("drain", variables)
+    two = dict(variables, **TWO_GATEWAYS)
+    assert lease("prewarm", two, 2) >= prewarm_timeout(two) + lease("drain", two, 2)
+    # restart.yml renews for the restart after its drain: the pre-warm's lease covers what comes before that too
+    assert lease("prewarm", two, 2) >= prewarm_timeout(two) + 2 * 900 + number(variables, "sglang_lock_lease")
+
+
+def test_the_prewarm_lease_grows_with_the_prewarm_budget():
+    base = lease("prewarm", {})
+    assert lease("prewarm", {"sglang_prewarm_timeout": 7200}) == base - 1800 + 7200
+    assert lease("prewarm", {"sglang_prewarm_timeout": "60"}) == base - 1800 + 60
+    # the other leases do not read it
+    for phase in set(PHASES) - {"prewarm"}:
+        assert lease(phase, {"sglang_prewarm_timeout": 7200}) == lease(phase, {}), phase
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
@@ -232,17 +264,18 @@ def test_gateway_outlasts_the_install_the_stop_and_the_roles_waits(overrides):
 
 
 def test_every_phase_has_a_test_here():
-    tested = {"plan", "driver", "drain", "deploy", "sglang", "rejoin", "hold", "restart", "restart_batch", "rollback",
-              "audit", "gateway"}
+    tested = {"plan", "prewarm", "driver", "drain", "deploy", "sglang", "rejoin", "hold", "restart", "restart_batch",
+              "rollback", "audit", "gateway"}
     assert set(PHASES) == tested
 
 
 # --- the documented numbers, the inputs, the errors ------------------------------------------------------------------
 
 def test_the_documented_default_leases():
-    """docs/awx.md's table: plan 1200 s, start of a batch 300 s, SGLang 4680 s, the swap 2880 s, rejoin 300 s."""
-    assert [lease(p, {}) for p in ("plan", "drain", "driver", "sglang", "deploy", "rejoin")] == \
-        [1200, 300, 300, 4680, 2880, 300]
+    """docs/awx.md's table: plan 1200 s, pre-warm 2100 s, start of a batch 300 s, SGLang 4680 s, the swap 2880 s,
+    rejoin 300 s."""
+    assert [lease(p, {}) for p in ("plan", "prewarm", "drain", "driver", "sglang", "deploy", "rejoin")] == \
+        [1200, 2100, 300, 300, 4680, 2880, 300]
     assert [lease(p, {}) for p in ("restart", "rollback", "audit", "gateway")] == [1800, 1320, 330, 2910]
 
 
@@ -260,6 +293,7 @@ def test_the_role_passes_every_input():
     """roles/rollout/vars/main.yml collects the variables by the names the rules read."""
     names = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_lease_inputs"]
     assert tuple(names) == INPUTS
+    assert "sglang_prewarm_timeout" in INPUTS, "the pre-warm's bound (drain.yml's task timeout)"
 
 
 @pytest.mark.parametrize("phase, settings, gateways, message", [
@@ -267,6 +301,7 @@ def test_the_role_passes_every_input():
     ("plan", {"sglang_lock_lease": -1}, 0, "sglang_lock_lease must not be negative"),
     ("plan", {"sglang_lock_lease": True}, 0, "sglang_lock_lease must be a whole number"),
     ("plan", {"iommu_preflight_p2p_test": "maybe"}, 0, "iommu_preflight_p2p_test must be a boolean"),
+    ("prewarm", {"sglang_prewarm_timeout": "an hour"}, 0, "sglang_prewarm_timeout must be a whole number"),
     ("upgrade", {}, 0, "unknown phase 'upgrade'"),
     ("plan", [], 0, "the settings must be a dict"),
     ("rejoin", {}, -1, "gateways must be a count"),
