@@ -471,7 +471,7 @@ def test_two_runs_staging_one_revision_at_once_download_it_once(monkeypatch, tmp
 def test_a_hub_that_streams_more_than_it_lists_is_stopped_and_the_file_removed(monkeypatch, tmp_path, store):
     # issue 45: config.json is listed with some bytes and 16 MiB come, slowly; the watch stops the child mid-way
     big = FakeHub(tmp_path, commit=C1, files={"config.json": json.dumps({"architectures": ["X"]}),
-                                             WEIGHTS: {"size": 300000, "lfs": True}},
+                                              WEIGHTS: {"size": 300000, "lfs": True}},
                   oversize={"config.json": 16 << 20})
     listed = len(big.content("config.json"))
     start = time.monotonic()

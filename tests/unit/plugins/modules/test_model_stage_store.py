@@ -110,8 +110,8 @@ def test_a_second_fetch_that_deletes_a_verified_file_fails_instead_of_publishing
 
 # --- finding 5: the policy is held on the files that were verified ---------------------------------------------
 
-def test_custom_code_in_the_downloaded_config_is_refused_although_resolve_was_shown_a_harmless_one(monkeypatch,
-                                                                                                  tmp_path):
+def test_custom_code_in_the_downloaded_config_is_refused_although_resolve_was_shown_a_harmless_one(
+        monkeypatch, tmp_path):
     """A hub answers the resolve's config.json request with a harmless file and lists (and later serves) one with
     ``auto_map``: model_revision passes, and the staged, verified config.json is what the refusal reads."""
     from ansible_collections.llmserve.sglang.plugins.modules import model_revision
@@ -121,7 +121,7 @@ def test_custom_code_in_the_downloaded_config_is_refused_although_resolve_was_sh
         "modeling_x.py": "import os\n",
     }), config={"architectures": ["LlamaForCausalLM"]})
     resolved = run_module(monkeypatch, model_revision, dict(repo=REPO, revision=C1, python=hostile.python,
-                                                              endpoint="http://mirror.test:8090"))
+                                                            endpoint="http://mirror.test:8090"))
     assert isinstance(resolved, ExitJson) and resolved.result["remote_code_files"] == [], resolved.result
     store = str(tmp_path / "models")
     out = stage(monkeypatch, hostile, store, manifest=resolved.result["manifest"])
@@ -249,8 +249,8 @@ def test_a_link_in_the_staging_directory_is_refused_and_nothing_is_written_throu
     assert os.listdir(victim) == [] and downloads(hub) == []
 
 
-def test_an_interpreter_another_account_can_change_is_refused_before_the_token_is_handed_over(monkeypatch, tmp_path,
-                                                                                                shared):
+def test_an_interpreter_another_account_can_change_is_refused_before_the_token_is_handed_over(
+        monkeypatch, tmp_path, shared):
     owned = os.path.join(shared, "hub-bin")
     os.mkdir(owned)
     hub = FakeHub(tmp_path, commit=C1, files=dict(FILES))
@@ -295,7 +295,7 @@ def test_resolving_refuses_an_interpreter_another_account_can_change(monkeypatch
     os.chmod(python, 0o755)
     os.chown(python, NOBODY.pw_uid, NOBODY.pw_gid)
     out = run_module(monkeypatch, model_revision, dict(repo=REPO, revision=C1, python=python,
-                                                         token="hf_TrustToken123456"))
+                                                       token="hf_TrustToken123456"))
     assert isinstance(out, FailJson), out.result
     assert out.result["msg"].startswith("sglang_model_python: ")
     assert "%s (found: uid %d, mode 0755)" % (python, NOBODY.pw_uid) in out.result["msg"]

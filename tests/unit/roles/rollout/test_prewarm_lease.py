@@ -42,11 +42,11 @@ def _run(tmp_path, extra, between=(), module_defaults=None, timeout=180):
     result = tmp_path / "result.json"
     play = [{"hosts": "localhost", "gather_facts": False, "module_defaults": defaults, "tasks": [
         {"name": "Take the lock", "ansible.builtin.import_role": {"name": "llmserve.sglang.rollout",
-                                                                   "tasks_from": "begin"},
+                                                                  "tasks_from": "begin"},
          "vars": {"sglang_rollout_phase": "drain"}},
     ] + list(between) + [
         {"name": "Pre-warm and drain", "ansible.builtin.import_role": {"name": "llmserve.sglang.rollout",
-                                                                        "tasks_from": "drain"},
+                                                                       "tasks_from": "drain"},
          "vars": {"sglang_rollout_phase": "driver"}},
         {"name": "Keep the result", "ansible.builtin.copy": {
             "dest": str(result), "content": "{{ sglang_server_prewarm_result | default(None) | to_json }}"}}]}]
@@ -77,7 +77,7 @@ def test_the_lock_is_renewed_with_the_prewarm_lease_right_before_the_read(tmp_pa
 def test_a_run_that_lost_its_lock_stops_before_the_read(tmp_path, model_dir):
     # another run took the lock over meanwhile (this run's lease ran out)
     take_over = [{"name": "Give the lock up", LOCK: {"owner": "{{ hostvars['localhost']['sglang_run_id'] }}",
-                                                    "state": "released"}},
+                                                     "state": "released"}},
                  {"name": "Another run takes it", LOCK: {"owner": "another-run", "lease": 600}}]
     rc, prewarm, record, out = _run(tmp_path, {"sglang_rollout_restarts": True, "sglang_server_model_path": model_dir,
                                                "sglang_server_prewarm": "always"}, between=take_over)
