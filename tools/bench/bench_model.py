@@ -271,6 +271,8 @@ def main(argv=None):
         revision = os.path.join(store, REPO.replace("/", "--"), commit)
         files = sorted(p for p in glob.glob(os.path.join(revision, "**"), recursive=True) if os.path.isfile(p))
         weights = [p for p in files if p.endswith(".safetensors")]
+        # measured now: the store goes away at the end of the try
+        model_bytes = sum(os.path.getsize(p) for p in files)
 
         nochange = {}
         # (hosts, forks): one host; N hosts one after the other; N hosts at Ansible's default forks; N hosts at once
@@ -340,7 +342,6 @@ def main(argv=None):
                         if per_host is not None and plain_per_host else None)
     per_run = round(one["added"] - per_host, 3) if per_host is not None and one["added"] is not None else None
     all_runs = [r for side in nochange.values() for r in side["base"] + side["role"]]
-    model_bytes = sum(os.path.getsize(p) for p in files) if files else 0
     checks = [
         ("every role download succeeded and verified", all(r["ok"] for r in role_runs),
          sum(1 for r in role_runs if not r["ok"])),
