@@ -77,6 +77,18 @@ options:
       - Kernel log lines can name processes and devices; look at the bundle before you share it.
       - Reports V(changed) (in check mode too, where nothing is written).
     type: path
+  next_boot:
+    description:
+      - Also read the host as it will boot next into RV(ansible_facts.gpu_host.next_boot) - the kernel GRUB boots, the
+        command line C(update-grub) writes, the NVIDIA module built for that kernel, the modprobe.d files inside its
+        initramfs, the user-space driver and fabric manager versions, the NVIDIA and kernel packages with their holds,
+        and whether unattended-upgrades would upgrade them.
+      - It reads the NVIDIA module file of the next kernel (tens of MiB, decompressed in memory) and the
+        C(modprobe.d) files of its initramfs; V(false) skips all of it.
+      - A support bundle (O(capture)) does not hold these files; a replay of a bundle reads its own tree's.
+    type: bool
+    default: true
+    version_added: 0.1.0
 notes:
   - C(/sys/module/nvidia/parameters) is not used, the driver creates no files there; driver options are read
     from C(/proc/driver/nvidia/params).
@@ -627,6 +639,123 @@ ansible_facts:
 
               type: list
               elements: str
+        next_boot:
+          description:
+            - The host as it will boot next (only with O(next_boot)). Read, never changed; a host whose boot files
+              cannot be read has only C(error).
+          returned: when O(next_boot) is true
+          type: dict
+          contains:
+            kernel:
+              description: Kernel release the host boots next, null when none can be told.
+              type: str
+              sample: 6.8.0-62-generic
+            kernel_source:
+              description: >-
+                How the kernel was chosen: V(grub_default) (C(GRUB_DEFAULT) resolved in C(/boot/grub/grub.cfg)),
+                V(grub_saved) (C(GRUB_DEFAULT=saved) and C(/boot/grub/grubenv)), V(newest_installed) (no usable
+                grub.cfg: the newest C(/boot/vmlinuz-*) is assumed), V(running) or V(unknown).
+              type: str
+            kernel_detail:
+              description: The same in words, with the menu entry.
+              type: str
+            kernel_is_running:
+              description: Whether the next kernel is the running one.
+              type: bool
+            installed_kernels:
+              description: Kernel releases with an image in C(/boot), oldest first.
+              type: list
+              elements: str
+            grub:
+              description: >-
+                GRUB's files: C(files) (C(/etc/default/grub) then C(/etc/default/grub.d/*.cfg), as grub-mkconfig
+                sources them), C(default), C(cmdline_linux), C(cmdline_linux_default), C(unevaluated) (lines that are
+                not plain assignments, each C(file), C(line), C(text), C(why), C(cmdline)), C(grub_cfg) (whether
+                grub.cfg exists), C(grub_cfg_args) (the chosen entry's C(linux) line after the image) and
+                C(update_pending) (the evaluated command line differs from the one grub.cfg holds: C(update-grub) has
+                not run since the change; null when unknown).
+              type: dict
+            cmdline:
+              description: >-
+                The command line C(update-grub) writes for the next kernel (C(GRUB_CMDLINE_LINUX) and
+                C(GRUB_CMDLINE_LINUX_DEFAULT)), null without GRUB's files.
+              type: str
+            cmdline_origins:
+              description: For each word of RV(ansible_facts.gpu_host.next_boot.cmdline), the file that added it.
+              type: dict
+              sample: {"iommu=pt": /etc/default/grub.d/50-gpu.cfg}
+            iommu:
+              description: The IOMMU words of that command line, in the form of RV(ansible_facts.gpu_host.iommu).
+              type: dict
+            iommu_grub_cfg:
+              description: The same for the command line grub.cfg holds now, when an C(update-grub) is pending.
+              type: dict
+            nvidia_module:
+              description: >-
+                The NVIDIA module the next kernel loads (the first readable one of C(nvidia_modules), DKMS first),
+                null when there is none.
+              type: dict
+            nvidia_modules:
+              description: >-
+                Every NVIDIA module file below C(/lib/modules/<kernel>): C(path), C(name), C(source) (V(dkms),
+                V(packaged) or V(other)), C(version) and C(vermagic) (from the ELF C(.modinfo) section, plain or
+                xz, gzip, zstd compressed), C(flavor) (V(open) or V(proprietary)), C(in_modules_dep) (C(depmod) knows
+                it) and C(error).
+              type: list
+              elements: dict
+            modules_dir:
+              description: C(/lib/modules/<kernel>), null when the kernel has no modules directory.
+              type: str
+            modules_dep:
+              description: Whether C(modules.dep) exists for the next kernel.
+              type: bool
+            loaded_module_version:
+              description: Version of the loaded nvidia.ko (as in RV(ansible_facts.gpu_host.nvidia_driver.version)).
+              type: str
+            userspace_version:
+              description: Version of the NVML library the loader finds (the target of C(libnvidia-ml.so.1)).
+              type: str
+            userspace_path:
+              description: The C(libnvidia-ml.so.1) link it was read from.
+              type: str
+            userspace_versions:
+              description: Every C(libnvidia-ml.so.<version>) found in the library directories.
+              type: list
+              elements: str
+            fabric_manager_version:
+              description: Upstream version of the installed fabric manager package, null when not installed.
+              type: str
+            fabric_manager_package:
+              description: Its package name.
+              type: str
+            initramfs:
+              description: >-
+                The next kernel's initramfs: C(path), C(exists), C(compression), C(error) and C(nvidia_options)
+                (C({file: ["nvidia NVreg_X=1", ...]}) for each modprobe.d file inside it that sets NVIDIA options).
+              type: dict
+            modprobe_nvidia_options:
+              description: The same for the modprobe.d files on the root file system.
+              type: dict
+            packages:
+              description: >-
+                The NVIDIA and kernel packages (dpkg): C(name), C(version), C(upstream_version), C(role) (V(driver),
+                V(userspace), V(fabric_manager) or V(kernel)), C(held), C(state), C(blacklisted_by) (the
+                unattended-upgrades blacklist entry that covers it) and C(upgraded_unattended) (unattended-upgrades
+                is on, and the package is neither held nor blacklisted; origins are not evaluated).
+              type: list
+              elements: dict
+            dpkg:
+              description: Whether a dpkg status file was found.
+              type: bool
+            unattended_upgrades:
+              description: >-
+                C(installed), C(enabled) (C(APT::Periodic::Unattended-Upgrade) is set and not 0), C(interval) and
+                C(blacklist) (C(Unattended-Upgrade::Package-Blacklist)), from C(apt-config dump) on the live host,
+                from the files of C(/etc/apt/apt.conf.d) in a tree.
+              type: dict
+            error:
+              description: Why the next boot could not be read (only then).
+              type: str
 """
 
 import datetime
@@ -637,6 +766,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmserve.sglang.plugins.module_utils import dma_faults as faults
 from ansible_collections.llmserve.sglang.plugins.module_utils import gpu_sysfs
 from ansible_collections.llmserve.sglang.plugins.module_utils import host_capture
+from ansible_collections.llmserve.sglang.plugins.module_utils import host_packages
+from ansible_collections.llmserve.sglang.plugins.module_utils import next_boot
 from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_registry import inspect_registry_dwords
 
 NVIDIA_SMI_PATHS = ('/usr/bin/nvidia-smi', '/usr/local/bin/nvidia-smi', '/usr/sbin/nvidia-smi')
@@ -648,6 +779,7 @@ def build_module():
             root=dict(type='path', default='/'),
             kernel_log=dict(type='path'),
             capture=dict(type='path'),
+            next_boot=dict(type='bool', default=True),
         ),
         supports_check_mode=True,
     )
@@ -716,7 +848,27 @@ def _count_events(events, gpus, key):
         gpu[key] = counts.get(gpu['pci_address'], 0)
 
 
-def collect(module, root, kernel_log, recorder=None):
+def read_apt_config(module, host):
+    """``apt-config dump`` on the live host (APT merges its files itself); ``None`` elsewhere or without APT."""
+    if not host.is_live:
+        return None
+    binary = module.get_bin_path('apt-config')
+    if not binary:
+        return None
+    rc, out, _err = module.run_command([binary, 'dump'])
+    return out if rc == 0 else None
+
+
+def gather_next_boot(module, host, kernel_release, driver):
+    """The ``next_boot`` facts; a host whose boot files cannot be read gets ``error`` instead of a failed module."""
+    try:
+        packages = host_packages.read_packages(host, read_apt_config(module, host))
+        return next_boot.read_next_boot(host, kernel_release, driver['version'], packages)
+    except (IOError, OSError, ValueError) as exc:
+        return {'error': 'the next boot could not be read: %s' % exc}
+
+
+def collect(module, root, kernel_log, recorder=None, with_next_boot=True):
     """Read the host below ``root`` (noting every read in ``recorder``); return ``(facts, kernel log lines)``."""
     host = gpu_sysfs.HostRoot(root, recorder=recorder)
     if not os.path.isdir(host.root):
@@ -761,12 +913,14 @@ def collect(module, root, kernel_log, recorder=None):
         'identity_units': gpu_sysfs.scan_identity_units(host),
     }
     facts.update(log_info)
+    if with_next_boot:
+        facts['next_boot'] = gather_next_boot(module, host, facts['kernel_release'], driver)
     return facts, log_lines
 
 
-def gather(module, root, kernel_log):
+def gather(module, root, kernel_log, with_next_boot=True):
     """The ``gpu_host`` facts of the host below ``root``."""
-    return collect(module, root, kernel_log)[0]
+    return collect(module, root, kernel_log, with_next_boot=with_next_boot)[0]
 
 
 def capture_host(module, root, kernel_log, dest):
@@ -776,7 +930,7 @@ def capture_host(module, root, kernel_log, dest):
     if os.path.isdir(dest):
         module.fail_json(msg='capture %s is a directory; give the path of the tar file to write' % dest)
     recorder = gpu_sysfs.HostRecorder()
-    facts, log_lines = collect(module, root, kernel_log, recorder=recorder)
+    facts, log_lines = collect(module, root, kernel_log, recorder=recorder, with_next_boot=module.params['next_boot'])
     kept, omitted = faults.relevant_lines(log_lines, host_capture.KERNEL_LOG_MAX_LINES,
                                           host_capture.KERNEL_LOG_MAX_CHARS)
     info = {
@@ -812,7 +966,7 @@ def main():
     if params['capture']:
         facts, capture = capture_host(module, params['root'], params['kernel_log'], params['capture'])
         module.exit_json(changed=True, capture=capture, ansible_facts={'gpu_host': facts})
-    facts = gather(module, params['root'], params['kernel_log'])
+    facts = gather(module, params['root'], params['kernel_log'], params['next_boot'])
     module.exit_json(changed=False, ansible_facts={'gpu_host': facts})
 
 
