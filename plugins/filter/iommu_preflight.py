@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 def iommu_preflight_evaluate(gpu_host, gpus=None, require_iommu=False, dma_faults='fail',
                              identity_forbidden_architectures=None, disable_identity_units=False,
-                             fatal_xids=None, require_gpu=True):
+                             fatal_xids=None, require_gpu=True, next_boot='ignore', next_boot_options_file=None):
     """``ansible_facts['gpu_host']`` -> ``{errors, warnings, selected, units_to_disable, reboot_required, report}``."""
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.preflight_rules import (
         DEFAULT_FATAL_XIDS,
@@ -41,9 +41,28 @@ def iommu_preflight_evaluate(gpu_host, gpus=None, require_iommu=False, dma_fault
         return evaluate(gpu_host, selection=list(gpus or []), require_iommu=bool(require_iommu),
                         dma_faults=dma_faults, identity_forbidden_architectures=list(forbidden),
                         disable_identity_units=bool(disable_identity_units), fatal_xids=list(fatal_xids),
-                        require_gpu=bool(require_gpu))
+                        require_gpu=bool(require_gpu), next_boot=next_boot,
+                        next_boot_options_file=next_boot_options_file)
     except ValueError as exc:
         raise AnsibleFilterError('iommu_preflight_evaluate: %s' % exc)
+
+
+def iommu_preflight_next_boot(gpu_host, identity_forbidden_architectures=None, own_options_file=None):
+    """``ansible_facts['gpu_host']`` -> the next-boot verdict ``{verdict, errors, warnings, findings, summary}``."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.next_boot_rules import (
+        DEFAULT_OWN_OPTIONS_FILE,
+        evaluate_next_boot,
+    )
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.preflight_rules import DEFAULT_FORBIDDEN_ARCHITECTURES
+
+    if not isinstance(gpu_host, dict):
+        raise AnsibleFilterError('iommu_preflight_next_boot: expected the gpu_host facts dictionary, got %s'
+                                 % type(gpu_host).__name__)
+    forbidden = identity_forbidden_architectures
+    if forbidden is None:
+        forbidden = DEFAULT_FORBIDDEN_ARCHITECTURES
+    return evaluate_next_boot(gpu_host, identity_forbidden_architectures=list(forbidden),
+                              own_options_file=own_options_file or DEFAULT_OWN_OPTIONS_FILE)
 
 
 def p2p_matrix(gpus, topology=None, query=None, functional=None, skipped=None):
@@ -72,5 +91,6 @@ class FilterModule(object):
     def filters(self):
         return {
             'iommu_preflight_evaluate': iommu_preflight_evaluate,
+            'iommu_preflight_next_boot': iommu_preflight_next_boot,
             'p2p_matrix': p2p_matrix,
         }

@@ -60,6 +60,7 @@ XID_NAMES = {
     120: 'GSP error', 140: 'unrecovered ECC error', 154: 'GPU recovery action changed',
 }
 DMA_FAULT_POLICIES = ('fail', 'warn')
+NEXT_BOOT_POLICIES = ('fail', 'warn', 'ignore')
 # First kernel release whose AMD IOMMU driver accepts identity domains on SEV-SNP hosts (until the fix
 # "iommu/amd: Block identity domain when SNP enabled" is in; distributions may carry either change).
 SNP_IDENTITY_REGRESSION = (6, 13)
@@ -570,11 +571,13 @@ def _check_fatal_xids(fatal_xids):
 
 def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
              identity_forbidden_architectures=DEFAULT_FORBIDDEN_ARCHITECTURES, disable_identity_units=False,
-             fatal_xids=DEFAULT_FATAL_XIDS, require_gpu=True):
+             fatal_xids=DEFAULT_FATAL_XIDS, require_gpu=True, next_boot='ignore', next_boot_options_file=None):
     """Apply every rule to ``facts`` (``ansible_facts['gpu_host']``).
 
     ``fatal_xids`` are the Xid codes that fail the preflight for a selected GPU; ``require_gpu`` makes a host
-    without NVIDIA GPU an error (else a warning).
+    without NVIDIA GPU an error (else a warning). ``next_boot`` (``fail``, ``warn`` or ``ignore``) adds the verdict
+    on the next boot (:mod:`next_boot_rules`): its errors as errors (``fail``) or as warnings (``warn``); the report
+    gets it as ``next_boot``.
 
     Returns ``{errors, warnings, selected, units_to_disable, reboot_required, report}``: ``errors`` and
     ``warnings`` are lists of messages; ``selected`` the chosen GPU dicts; ``units_to_disable`` the
@@ -582,6 +585,8 @@ def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
     ``reboot_required`` whether identity domains are live while the boot unit that set them is (being)
     disabled; ``report`` the summary for the site report.
     """
+    if next_boot not in NEXT_BOOT_POLICIES:
+        raise ValueError('iommu_preflight_next_boot must be one of %s, got %r' % (', '.join(NEXT_BOOT_POLICIES), next_boot))
     if dma_faults not in DMA_FAULT_POLICIES:
         raise ValueError('iommu_preflight_dma_faults must be one of %s, got %r'
                          % (', '.join(DMA_FAULT_POLICIES), dma_faults))
@@ -620,6 +625,23 @@ def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
     found_errors, found_warnings = _rule_xid(facts, gpus, selected, fatal)
     errors += found_errors
     warnings += found_warnings
+
+    next_boot_part = None
+    if next_boot != 'ignore':
+        # imported here: next_boot_rules takes its defaults from this module
+        from ansible_collections.llmserve.sglang.plugins.plugin_utils.next_boot_rules import (
+            DEFAULT_OWN_OPTIONS_FILE,
+            evaluate_next_boot,
+        )
+        verdict = evaluate_next_boot(facts, identity_forbidden_architectures=forbidden,
+                                     own_options_file=next_boot_options_file or DEFAULT_OWN_OPTIONS_FILE)
+        if next_boot == 'fail':
+            errors += verdict['errors']
+        else:
+            warnings += verdict['errors']
+        warnings += verdict['warnings']
+        next_boot_part = {'policy': next_boot, 'verdict': verdict['verdict'], 'errors': verdict['errors'],
+                          'warnings': verdict['warnings'], 'summary': verdict['summary']}
 
     identity_live = bool((facts.get('iommu') or {}).get('identity_groups'))
     disabled_units = [unit for unit in facts.get('identity_units') or [] if not unit.get('enabled')]
@@ -661,6 +683,8 @@ def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
         'errors': errors,
         'warnings': warnings,
     }
+    if next_boot_part is not None:
+        report['next_boot'] = next_boot_part
     return {
         'errors': errors,
         'warnings': warnings,

@@ -22,7 +22,7 @@ def recorded(name):
 
 
 def test_filters_are_registered():
-    assert sorted(filters.FilterModule().filters()) == ['iommu_preflight_evaluate', 'p2p_matrix']
+    assert sorted(filters.FilterModule().filters()) == ['iommu_preflight_evaluate', 'iommu_preflight_next_boot', 'p2p_matrix']
 
 
 def test_evaluate_defaults_and_errors():
