@@ -188,6 +188,19 @@ def _p2p_part(p2p, gpus):
     }
 
 
+def _next_boot_part(next_boot):
+    """The preflight's next-boot verdict: the verdict and policy, what the host boots next, the findings."""
+    summary = next_boot.get("summary") or {}
+    part = {"verdict": next_boot.get("verdict"), "policy": next_boot.get("policy"),
+            "errors": list(next_boot.get("errors") or []), "warnings": list(next_boot.get("warnings") or [])}
+    for key in ("kernel", "kernel_source", "kernel_is_running", "cmdline", "update_grub_pending", "module_version",
+                "loaded_module_version", "userspace_version", "fabric_manager_version", "held_packages",
+                "unattended_upgrades", "checks", "error"):
+        if key in summary:
+            part[key] = summary[key]
+    return part
+
+
 def _flag(value):
     return value.strip().lower() in ("true", "yes", "1") if isinstance(value, str) else bool(value)
 
@@ -241,6 +254,8 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
         })
         if isinstance(preflight.get("p2p"), dict):
             report["p2p"] = _p2p_part(preflight["p2p"], [g.get("pci_address") for g in selected])
+        if isinstance(preflight.get("next_boot"), dict):
+            report["next_boot"] = _next_boot_part(preflight["next_boot"])
     else:
         report["stages"]["preflight"] = NOT_RUN
 
@@ -320,6 +335,11 @@ def host_stats(report):
     spec = _speculative_stats(sg)
     if spec:
         stats["speculative"] = spec
+    nb = report.get("next_boot")
+    if nb:
+        # what a workflow node branches on before a maintenance window: the verdict, the kernel, the checks
+        stats["next_boot"] = {"verdict": nb.get("verdict"), "kernel": nb.get("kernel"),
+                              "checks": list(nb.get("checks") or [])}
     model = report.get("model")
     if model:
         stats["model"] = {key: model.get(key) for key in ("repo", "revision", "bytes", "downloaded_bytes",
@@ -451,6 +471,9 @@ def host_rows(report):
         ("Driver version", _fmt(report.get("driver_version"))),
         ("Driver params", "%s; pending: %s" % (_fmt(drv.get("desired")), _fmt(drv.get("pending"))) if drv else "-"),
         ("Reboot required", _fmt(report.get("reboot_required"))),
+    ]
+    rows += next_boot_rows(report.get("next_boot"))
+    rows += [
         ("SGLang version", _fmt(sg.get("version"))),
     ]
     if sg.get("node_group"):
@@ -486,6 +509,28 @@ def host_rows(report):
         rows.append(("Deployment error", _fmt(sg.get("error"))))
     if sg.get("rollback_error"):
         rows.append(("Rollback error", _fmt(sg.get("rollback_error"))))
+    return rows
+
+
+def next_boot_rows(nb):
+    """The rows of the next-boot verdict: one with the verdict and versions, one per finding."""
+    if not nb:
+        return []
+    if nb.get("verdict") == "unknown":
+        return [("Next boot", "not judged: %s" % _fmt(nb.get("error")))]
+    versions = "module %s, user space %s" % (_fmt(nb.get("module_version")), _fmt(nb.get("userspace_version")))
+    if nb.get("fabric_manager_version"):
+        versions += ", fabric manager %s" % nb["fabric_manager_version"]
+    rows = [("Next boot", "%s: kernel %s (%s%s), %s; held: %s%s" % (
+        nb.get("verdict"), _fmt(nb.get("kernel")), _fmt(nb.get("kernel_source")),
+        ", running now" if nb.get("kernel_is_running") else "", versions,
+        ", ".join(nb.get("held_packages") or []) or "none",
+        "; update-grub pending" if nb.get("update_grub_pending") else ""))]
+    policy = nb.get("policy")
+    for text in nb.get("errors") or []:
+        rows.append(("Next boot error" if policy == "fail" else "Next boot error (policy warn)", text))
+    for text in nb.get("warnings") or []:
+        rows.append(("Next boot warning", text))
     return rows
 
 

@@ -6,7 +6,8 @@
 Two parts, each written to its own file by llmserve.sglang.metrics_textfile (``roles/rollout/tasks/report.yml``):
 
 * ``gpu`` (``llmserve_gpu.prom``): what the preflight saw of the GPUs: Xid events per GPU, code and fatality, DMA
-  faults per GPU, the P2P verdict per tested pair, the preflight verdict. Every run with a preflight writes it,
+  faults per GPU, the P2P verdict per tested pair, the preflight verdict, and whether the next boot is safe (with
+  the names of the next-boot checks that found something). Every run with a preflight writes it,
   scheduled audits (preflight.yml) too, so it follows the hardware between deployments.
 * ``run`` (``llmserve_run.prom``): what a deployment run left: the SGLang version and model revision, the measured
   speculative acceptance length, and the run's outcome and end time. Only runs that deploy write it, so an audit
@@ -35,6 +36,10 @@ HELP = {
                             "(src == dst: CUDA IPC on one GPU), 0 when it failed; untested pairs are absent.",
     "llmserve_preflight_ok": "1 when the last IOMMU/GPU preflight passed (with or without warnings), 0 when a rule "
                              "failed.",
+    "llmserve_next_boot_ok": "1 when the last preflight found the host's next boot safe (no next-boot error), 0 "
+                             "when rebooting would break it; absent when the next boot was not judged.",
+    "llmserve_next_boot_finding": "One sample per check that found something in the host's next boot at the last "
+                                  "preflight (check name and severity); always 1.",
     "llmserve_sglang_info": "The SGLang version and the model (repository and revision) the last deployment run "
                             "left on this host; always 1.",
     "llmserve_mtp_accept_length": "Mean speculative (MTP) acceptance length the last deployment run measured.",
@@ -44,7 +49,8 @@ HELP = {
                                            "ended.",
 }
 PARTS = {
-    "gpu": ("llmserve_gpu_xid_events", "llmserve_iommu_dma_faults", "llmserve_p2p_pair_ok", "llmserve_preflight_ok"),
+    "gpu": ("llmserve_gpu_xid_events", "llmserve_iommu_dma_faults", "llmserve_p2p_pair_ok", "llmserve_preflight_ok",
+            "llmserve_next_boot_ok", "llmserve_next_boot_finding"),
     "run": ("llmserve_sglang_info", "llmserve_mtp_accept_length", "llmserve_last_run_success",
             "llmserve_last_run_timestamp_seconds"),
 }
@@ -73,6 +79,21 @@ def gpu_metrics(report):
     for pair in health.get("p2p") or []:
         samples.append(_sample("llmserve_p2p_pair_ok", 1 if pair.get("ok") else 0, src=str(pair.get("src")),
                                dst=str(pair.get("dst"))))
+    return samples + next_boot_metrics(report.get("next_boot"))
+
+
+def next_boot_metrics(nb):
+    """``llmserve_next_boot_ok`` and one ``llmserve_next_boot_finding`` per check; nothing when not judged."""
+    if not isinstance(nb, dict) or nb.get("verdict") not in ("ok", "warning", "error"):
+        return []
+    samples = [_sample("llmserve_next_boot_ok", 0 if nb["verdict"] == "error" else 1)]
+    severities = {}
+    for severity, texts in (("error", nb.get("errors") or []), ("warning", nb.get("warnings") or [])):
+        for text in texts:
+            check = str(text).split(":", 1)[0]
+            severities.setdefault(check, severity)
+    for check in sorted(severities):
+        samples.append(_sample("llmserve_next_boot_finding", 1, check=check, severity=severities[check]))
     return samples
 
 

@@ -112,6 +112,9 @@ def host_verdict(report):
         fail.append("preflight failed")
     elif preflight == "warn":
         warn.append("preflight warnings")
+    # serving now, but the next reboot would break it (the preflight failed already when its policy is fail)
+    if (report.get("next_boot") or {}).get("verdict") == "error" and preflight != "fail":
+        warn.append("next boot unsafe")
     # a server that runs with a failed pair was let run so (iommu_preflight_p2p_required: false, P2P off)
     if (report.get("p2p") or {}).get("ok") is False:
         warn.append("P2P test failed")

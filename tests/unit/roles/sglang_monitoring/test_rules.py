@@ -17,7 +17,8 @@ from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_p
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_monitoring")
 ALERTS = ["SGLangWorkerDown", "SGLangGatewayWorkerUnhealthy", "SGLangSpecAcceptLengthLow", "SGLangQueueBacklog",
-          "SGLangTimeToFirstTokenHigh", "GPUXidFatal", "IOMMUDMAFaults", "LLMServeDeployFailed"]
+          "SGLangTimeToFirstTokenHigh", "GPUXidFatal", "IOMMUDMAFaults", "LLMServeDeployFailed",
+          "LLMServeNextBootUnsafe"]
 # make rules-test fetches it (tools/prometheus/get_promtool.sh); without it the promtool checks here skip
 PROMTOOL = sorted(glob.glob(os.path.join(os.environ.get("LLMSERVE_CACHE", "/var/cache/llmserve"),
                                          "prometheus", "*", "promtool")))
@@ -148,7 +149,7 @@ def test_other_values_change_the_expressions_and_durations(tmp_path):
         "sglang_monitoring_ttft_p99_seconds": 0.75, "sglang_monitoring_ttft_for": "20m",
         "sglang_monitoring_ttft_window": "2m", "sglang_monitoring_gpu_xid_fatal_for": "1m",
         "sglang_monitoring_iommu_dma_faults_threshold": 10, "sglang_monitoring_iommu_dma_faults_for": "5m",
-        "sglang_monitoring_deploy_failed_for": "15m",
+        "sglang_monitoring_deploy_failed_for": "15m", "sglang_monitoring_next_boot_unsafe_for": "30m",
     }
     path = _render(tmp_path, settings)
     alerts = _alerts(path)
@@ -161,7 +162,7 @@ def test_other_values_change_the_expressions_and_durations(tmp_path):
     assert {name: rule["for"] for name, rule in alerts.items()} == {
         "SGLangWorkerDown": "45s", "SGLangGatewayWorkerUnhealthy": "3m", "SGLangSpecAcceptLengthLow": "1h",
         "SGLangQueueBacklog": "90s", "SGLangTimeToFirstTokenHigh": "20m", "GPUXidFatal": "1m",
-        "IOMMUDMAFaults": "5m", "LLMServeDeployFailed": "15m"}
+        "IOMMUDMAFaults": "5m", "LLMServeDeployFailed": "15m", "LLMServeNextBootUnsafe": "30m"}
     assert "more than 7 for" in alerts["SGLangQueueBacklog"]["annotations"]["description"]
     records = _records(path)
     assert "{job=\"llm-engines\"}[2m]" in records["instance:sglang_time_to_first_token_seconds:p99"]["expr"]
