@@ -340,6 +340,10 @@ json:
     - Inside strings (such as C(launch_command)), the value after a command-line flag with a secret name
       (C(--api-key X), C(--admin-api-key=X), C(--ssl-keyfile-password X), C(--hf-token X)), after C(name=value) or
       C(name:value) with a secret name, the values of O(api_key) and O(secrets), and URL userinfo are masked too.
+    - Every string (keys too) is made safe to store - a surrogate pair the server escaped (C(\ud83d\ude80)) is
+      joined into its character, a lone surrogate becomes U+FFFD, other unprintable characters are escaped
+      (newlines kept), and a string is cut at 10000 characters, the cut said at its end - so a report, a custom stat
+      or a textfile made from it can always be written.
   returned: when the last answer had a JSON body (an object, if O(json_keys) is set)
   type: raw
   sample: {"object": "list", "data": [{"id": "qwen3.5-122b-a10b", "object": "model"}]}

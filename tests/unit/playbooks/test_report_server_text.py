@@ -117,13 +117,19 @@ def _held(locks):
     return sorted(name for name in os.listdir(str(locks)) if name.endswith(".lock"))
 
 
-def test_a_character_outside_the_bmp_reaches_the_report(tmp_path, server_info):
-    # the finding itself: on its own, the pair stopped the report and kept both locks held
+def _run_clean(tmp_path, server_info, body):
+    """Run the play against a server answering ``body``: it must end rc 0 with both locks released."""
     answer, url = server_info
-    answer["body"] = PAIR
+    answer["body"] = body
     result, report_dir, locks, textfiles = _run(tmp_path, url)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     assert _held(locks) == [], "the per-host locks are released"
+    return result, report_dir, textfiles
+
+
+def test_a_character_outside_the_bmp_reaches_the_report(tmp_path, server_info):
+    # the finding itself: on its own, the pair stopped the report and kept both locks held
+    _result, report_dir, textfiles = _run_clean(tmp_path, server_info, PAIR)
     for name in HOSTS:
         host = json.loads((report_dir / "hosts" / (name + ".json")).read_bytes().decode("utf-8"))
         assert host["sglang"]["speculative_reported"] == "EAGLE3\U0001F680"
@@ -132,11 +138,7 @@ def test_a_character_outside_the_bmp_reaches_the_report(tmp_path, server_info):
 
 
 def test_hostile_server_text_is_made_safe_where_it_enters(tmp_path, server_info):
-    answer, url = server_info
-    answer["body"] = HOSTILE
-    result, report_dir, locks, textfiles = _run(tmp_path, url)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    assert _held(locks) == [], "the per-host locks are released"
+    result, report_dir, textfiles = _run_clean(tmp_path, server_info, HOSTILE)
     run = json.loads((report_dir / "report.json").read_bytes().decode("utf-8"))  # strict UTF-8: no surrogate left
     assert [h["host"] for h in run["hosts"]] == HOSTS
     for name in HOSTS:
