@@ -75,6 +75,12 @@ _ASSIGN_RE = re.compile(r"^(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<va
 _VAR_RE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<plain>[A-Za-z_][A-Za-z0-9_]*))")
 
 
+_BLOCK_OPEN = ("if", "case", "for", "while", "until")
+_BLOCK_CLOSE = ("fi", "esac", "done")
+# the words of a block's own lines: they change nothing themselves (what runs inside is judged line by line)
+_BLOCK_WORDS = _BLOCK_OPEN + _BLOCK_CLOSE + ("then", "else", "elif", "do", ";;")
+
+
 class _Unevaluable(ValueError):
     pass
 
@@ -175,14 +181,23 @@ def evaluate_grub_defaults(host):
     files = grub_default_files(host)
     for path in files:
         text = host.read(path, default="", limit=1024 * 1024)
+        depth = 0
         for number, line in _logical_shell_lines(text):
             stripped = line.strip()
             if not stripped or stripped.startswith("#"):
                 continue
+            word = stripped.split(None, 1)[0].rstrip(";")
+            if word in _BLOCK_OPEN:
+                depth += 1
+            elif word in _BLOCK_CLOSE and depth:
+                depth -= 1
             match = _ASSIGN_RE.match(stripped)
-            if not match:
-                unevaluated.append({"file": path, "line": number, "text": stripped[:200], "why": "not an assignment",
-                                    "cmdline": True})
+            if not match or depth:
+                # an assignment inside if/case/for/while may or may not happen: never applied, always listed
+                unevaluated.append({"file": path, "line": number, "text": stripped[:200],
+                                    "why": "inside a conditional or loop" if match else "not an assignment",
+                                    "cmdline": (match.group("name").startswith("GRUB_CMDLINE") if match
+                                                else word not in _BLOCK_WORDS)})
                 continue
             name = match.group("name")
             try:
