@@ -37,6 +37,7 @@ import subprocess
 from ansible_collections.llmserve.sglang.plugins.module_utils import gpu_sysfs
 from ansible_collections.llmserve.sglang.plugins.module_utils.nvidia_modules import (
     MODPROBE_CONFIG_DIRS,
+    logical_lines,
     normalize_module_name,
     parse_modprobe_config,
 )
@@ -139,21 +140,6 @@ def _shell_value(raw, values):
     return "".join(out)
 
 
-def _logical_shell_lines(text):
-    pending = ""
-    first = None
-    for number, line in enumerate((text or "").splitlines(), start=1):
-        if first is None:
-            first = number
-        if line.endswith("\\"):
-            pending += line[:-1]
-            continue
-        yield first, pending + line
-        pending, first = "", None
-    if first is not None:
-        yield first, pending
-
-
 def grub_default_files(host):
     """``/etc/default/grub`` and then ``/etc/default/grub.d/*.cfg`` in the shell's glob order."""
     files = []
@@ -182,7 +168,7 @@ def evaluate_grub_defaults(host):
     for path in files:
         text = host.read(path, default="", limit=1024 * 1024)
         depth = 0
-        for number, line in _logical_shell_lines(text):
+        for number, line in logical_lines(text):
             stripped = line.strip()
             if not stripped or stripped.startswith("#"):
                 continue
@@ -437,12 +423,17 @@ def _decompress(real_path, suffix):
         return handle.read(_MODULE_LIMIT)
 
 
-def _zstd(real_path, limit=_MODULE_LIMIT):
+def _zstd_binary():
     # The standard library of the supported Pythons has no zstd; the zstd tool is on every host that compresses
     # modules or initramfs images with it (initramfs-tools depends on it for that).
     binary = shutil.which("zstd") or shutil.which("unzstd")
     if binary is None:
-        raise OSError("zstd is not installed, so the zstd-compressed file cannot be read")
+        raise OSError("zstd is not installed, so a zstd-compressed file cannot be read")
+    return binary
+
+
+def _zstd(real_path, limit=_MODULE_LIMIT):
+    binary = _zstd_binary()
     with open(real_path, "rb") as source:
         proc = subprocess.Popen([binary, "-dc", "-q"], stdin=source, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         data = proc.stdout.read(limit)
@@ -664,9 +655,7 @@ def read_initramfs_modprobe(host, path):
 
 def _zstd_members(real_path, offset, found):
     """Read the cpio members of a zstd stream starting at ``offset``, through the zstd tool, without holding it."""
-    binary = shutil.which("zstd") or shutil.which("unzstd")
-    if binary is None:
-        raise OSError("zstd is not installed, so the zstd-compressed initramfs cannot be read")
+    binary = _zstd_binary()
     with open(real_path, "rb") as source:
         source.seek(offset)
         proc = subprocess.Popen([binary, "-dc", "-q"], stdin=source, stdout=subprocess.PIPE,

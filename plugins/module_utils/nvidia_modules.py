@@ -37,6 +37,7 @@ __all__ = [
     "MODPROBE_CONFIG_FILE",
     "normalize_module_name",
     "split_kernel_args",
+    "logical_lines",
     "parse_modprobe_config",
     "parse_kernel_cmdline",
     "modprobe_config_files",
@@ -128,8 +129,8 @@ def split_kernel_args(text):
     return args
 
 
-def _logical_lines(text):
-    """Yield ``(line_number, line)`` joining lines that end in a backslash, as kmod does."""
+def logical_lines(text):
+    """Yield ``(line_number, line)`` joining lines that end in a backslash, as kmod (and the shell) does."""
     pending = ""
     first = None
     for number, line in enumerate((text or "").splitlines(), start=1):
@@ -155,7 +156,7 @@ def parse_modprobe_config(text):
     starting with ``#``) and blank lines are skipped.
     """
     found = []
-    for number, line in _logical_lines(text):
+    for number, line in logical_lines(text):
         words = line.split(None, 2)
         if not words or words[0].startswith("#"):
             continue
