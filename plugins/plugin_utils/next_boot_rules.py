@@ -124,7 +124,7 @@ def _driver_packages(next_boot):
 
 
 # the kernel release at the end of a per-kernel package name: -6.8.0-60-generic, -6.1.0-28-cloud-amd64
-_KERNEL_SUFFIX_RE = re.compile(r'-[0-9]+\.[0-9]+\.[0-9]+-[0-9]+(-[a-z0-9]+)+$')
+_KERNEL_SUFFIX_RE = re.compile(r'-[0-9]+\.[0-9]+(\.[0-9]+)?[-+][0-9a-z.+~-]*$')
 
 
 def _module_fix(next_boot, kernel):
@@ -133,11 +133,15 @@ def _module_fix(next_boot, kernel):
     dkms = [item['name'] for item in _driver_packages(next_boot) if 'dkms' in item['name']]
     precompiled = [name for name in names if name.startswith('linux-modules-nvidia-')]
     if precompiled:
-        # linux-modules-nvidia-580-server-open-6.8.0-60-generic -> the same for the next kernel
-        running = next((p for p in precompiled if _KERNEL_SUFFIX_RE.search(p)), None)
-        if running:
-            stem = _KERNEL_SUFFIX_RE.sub('', running)
-            return 'apt-get install %s-%s (Ubuntu\'s precompiled module for that kernel)' % (stem, kernel)
+        # linux-modules-nvidia-580-server-open-6.8.0-60-generic -> the same for the next kernel; the kernels the host
+        # has name the suffix (6.12.118+deb13-cloud-amd64 is no pattern's), else a version-shaped tail does
+        kernels = sorted(set(next_boot.get('installed_kernels') or []) | set([kernel]), key=len, reverse=True)
+        for name in sorted(precompiled):
+            known = next((k for k in kernels if name.endswith('-' + k)), None)
+            stem = name[:-len(known) - 1] if known else (_KERNEL_SUFFIX_RE.sub('', name)
+                                                         if _KERNEL_SUFFIX_RE.search(name) else None)
+            if stem:
+                return 'apt-get install %s-%s (the precompiled module package for that kernel)' % (stem, kernel)
     if dkms:
         headers = 'linux-headers-%s' % kernel
         if headers not in names:

@@ -242,3 +242,24 @@ def test_preflight_refuses_an_unknown_policy():
 
     with pytest.raises(ValueError, match='iommu_preflight_next_boot must be one of fail, warn, ignore'):
         evaluate({}, next_boot='maybe')
+
+
+@pytest.mark.parametrize('installed, kernels, kernel, expected', [
+    (['linux-modules-nvidia-580-server-open-6.8.0-60-generic', 'linux-modules-nvidia-580-server-open-generic'],
+     ['6.8.0-60-generic', '6.8.0-62-generic'], '6.8.0-62-generic',
+     'apt-get install linux-modules-nvidia-580-server-open-6.8.0-62-generic '),
+    # Debian 13 names its kernels 6.12.118+deb13-cloud-amd64
+    (['linux-modules-nvidia-535-6.12.118+deb13-cloud-amd64'], ['6.12.118+deb13-cloud-amd64'],
+     '6.12.999+deb13-cloud-amd64', 'apt-get install linux-modules-nvidia-535-6.12.999+deb13-cloud-amd64 '),
+    # a kernel no longer in /boot: the version-shaped tail of the name
+    (['linux-modules-nvidia-535-6.1.0-28-cloud-amd64'], [], '6.1.0-31-cloud-amd64',
+     'apt-get install linux-modules-nvidia-535-6.1.0-31-cloud-amd64 '),
+    (['linux-modules-nvidia-580-server-open-generic-hwe-24.04'], [], '6.8.0-62-generic',
+     'install the NVIDIA module for 6.8.0-62-generic'),
+])
+def test_module_fix_names_the_package_of_the_next_kernel(installed, kernels, kernel, expected):
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.next_boot_rules import _module_fix
+
+    next_boot = {'installed_kernels': kernels,
+                 'packages': [{'name': name, 'role': 'driver'} for name in installed]}
+    assert expected in _module_fix(next_boot, kernel)
