@@ -106,8 +106,10 @@ def _iommu_findings(facts, next_boot, iommu, where, forbidden):
     return findings
 
 
-def _identity_unit_findings(facts, forbidden):
-    units = [unit for unit in facts.get('identity_units') or [] if unit.get('enabled')]
+def _identity_unit_findings(facts, forbidden, disabling):
+    # the units the preflight disables in this run (iommu_preflight_disable_identity_units) do not run at that boot
+    units = [unit for unit in facts.get('identity_units') or []
+             if unit.get('enabled') and unit.get('name') not in disabling]
     exposed = facts.get('sev_snp') or any(gpu.get('architecture') in forbidden for gpu in facts.get('gpus') or [])
     if not units or not exposed:
         return []
@@ -282,13 +284,13 @@ def _grub_findings(next_boot):
 
 
 def evaluate_next_boot(facts, identity_forbidden_architectures=DEFAULT_FORBIDDEN_ARCHITECTURES,
-                       own_options_file=DEFAULT_OWN_OPTIONS_FILE):
+                       own_options_file=DEFAULT_OWN_OPTIONS_FILE, disabling=()):
     """The next-boot verdict of ``facts`` (``ansible_facts['gpu_host']``).
 
     Returns ``{verdict, errors, warnings, boot_errors, findings, summary}``: ``verdict`` is ``ok``, ``warning``,
     ``error`` or ``unknown`` (no ``next_boot`` facts); ``boot_errors`` the errors a reboot would run into (not those
     that are broken now and that the reboot may fix: what refuses a reboot); ``summary`` the few values a report
-    shows.
+    shows. ``disabling`` names the identity units this run disables (they do not count).
     """
     facts = facts or {}
     next_boot = facts.get('next_boot')
@@ -316,7 +318,7 @@ def evaluate_next_boot(facts, identity_forbidden_architectures=DEFAULT_FORBIDDEN
         # update-grub has not run since GRUB's files changed: grub.cfg's own line is what boots first
         findings += _iommu_findings(facts, next_boot, next_boot['iommu_grub_cfg'],
                                     '/boot/grub/grub.cfg as written now', forbidden)
-    findings += _identity_unit_findings(facts, forbidden)
+    findings += _identity_unit_findings(facts, forbidden, set(disabling or ()))
     findings += _grub_findings(next_boot)
     findings += _version_findings(next_boot)
     findings += _initramfs_findings(next_boot, own_options_file)

@@ -634,7 +634,8 @@ def evaluate(facts, selection=None, require_iommu=False, dma_faults='fail',
             evaluate_next_boot,
         )
         verdict = evaluate_next_boot(facts, identity_forbidden_architectures=forbidden,
-                                     own_options_file=next_boot_options_file or DEFAULT_OWN_OPTIONS_FILE)
+                                     own_options_file=next_boot_options_file or DEFAULT_OWN_OPTIONS_FILE,
+                                     disabling=to_disable)
         if next_boot == 'fail':
             errors += verdict['errors']
         else:

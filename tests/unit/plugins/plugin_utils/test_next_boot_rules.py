@@ -263,3 +263,14 @@ def test_module_fix_names_the_package_of_the_next_kernel(installed, kernels, ker
     next_boot = {'installed_kernels': kernels,
                  'packages': [{'name': name, 'role': 'driver'} for name in installed]}
     assert expected in _module_fix(next_boot, kernel)
+
+
+def test_an_identity_unit_the_preflight_disables_does_not_refuse_the_next_boot(tmp_path):
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.preflight_rules import evaluate
+
+    facts = host(tmp_path, 'blackwell4_amd_snp_identity_unit', trees.ubuntu2404, held=True)
+    kept = evaluate(facts, next_boot='fail')
+    assert 'next-boot-identity-unit' in kept['report']['next_boot']['summary']['checks']
+    disabled = evaluate(facts, next_boot='fail', disable_identity_units=True)
+    assert disabled['units_to_disable']
+    assert 'next-boot-identity-unit' not in disabled['report']['next_boot']['summary']['checks']
