@@ -537,6 +537,7 @@ def find_nvidia_modules(host, kernel):
 # ---------------------------------------------------------------------------------------------------
 
 _CPIO_MAGICS = (b"070701", b"070702")
+_CPIO_NAME_MAX = 4096  # PATH_MAX
 
 
 def _read_exact(stream, size):
@@ -571,6 +572,9 @@ def _cpio_members(stream, wanted, found):
             return None if consumed == 0 else consumed
         fields = [int(header[6 + 8 * i:14 + 8 * i], 16) for i in range(13)]
         mode, filesize, namesize = fields[1], fields[6], fields[11]
+        if namesize > _CPIO_NAME_MAX:
+            # a header no initramfs tool writes: its name alone could be gigabytes read into memory
+            raise ValueError("a cpio member name of %d bytes (at most %d)" % (namesize, _CPIO_NAME_MAX))
         name_pad = (4 - (110 + namesize) % 4) % 4
         name = _read_exact(stream, namesize + name_pad)[:namesize].rstrip(b"\x00").decode("utf-8", "replace")
         data_pad = (4 - filesize % 4) % 4
@@ -765,8 +769,8 @@ def read_next_boot(host, running_kernel, loaded_version, packages):
     cmdline = " ".join(cmdline_words) if grub["files"] else None
     entry = choice["entry"]
     pending = None
-    if cmdline is not None and entry is not None and entry["args"] is not None:
-        written = _written_args(entry["args"])
+    written = _written_args(entry["args"]) if entry is not None and entry["args"] is not None else None
+    if cmdline is not None and written is not None:
         pending = written != cmdline_words
     iommu = gpu_sysfs.parse_cmdline(cmdline if cmdline is not None else (entry or {}).get("args") or "")
     origins = dict((word, grub["origins"].get(word)) for word in cmdline_words)
@@ -801,8 +805,7 @@ def read_next_boot(host, running_kernel, loaded_version, packages):
         "cmdline_origins": origins,
         "iommu": iommu,
         # What grub.cfg boots now, when it differs from what the next update-grub writes (any kernel upgrade runs it)
-        "iommu_grub_cfg": (gpu_sysfs.parse_cmdline(" ".join(_written_args(entry["args"])))
-                           if pending and entry is not None else None),
+        "iommu_grub_cfg": gpu_sysfs.parse_cmdline(" ".join(written)) if pending else None,
         "nvidia_module": usable[0] if usable else None,
         "nvidia_modules": module_info["modules"],
         "modules_dir": module_info["modules_dir"],

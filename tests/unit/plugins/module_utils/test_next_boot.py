@@ -352,3 +352,11 @@ def test_links_in_module_tree_are_not_followed(tmp_path):
     os.symlink(str(outside), str(tmp_path / 'lib/modules/k/updates'))
     found = nb.find_nvidia_modules(gpu_sysfs.HostRoot(str(tmp_path)), 'k')
     assert found['modules'] == []
+
+
+def test_initramfs_with_a_huge_member_name_is_refused_not_read(tmp_path):
+    header = b"070701" + b"".join(b"%08X" % value for value in [1, 0o100644, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x7FFFFFFF, 0])
+    trees.write(tmp_path, '/boot/initrd.img-k', header + b"x" * 64)
+    result = nb.read_initramfs_modprobe(gpu_sysfs.HostRoot(str(tmp_path)), '/boot/initrd.img-k')
+    assert 'cpio member name of 2147483647 bytes' in result['error']
+    assert result['files'] == {}
