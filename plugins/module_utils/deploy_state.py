@@ -73,42 +73,40 @@ def parse_mode(value, what):
     return mode
 
 
-def user_id(name):
-    """uid of a user name (or of a decimal string), None when there is no such user."""
+def _entry_field(lookup, key, field):
+    """``field`` of the passwd or group entry that ``lookup`` (``pwd.getpwnam``, ...) finds for ``key``, None when
+    there is no such entry."""
+    try:
+        return getattr(lookup(key), field)
+    except KeyError:
+        return None
+
+
+def _account_id(name, lookup, field):
+    """The id of an account name through ``lookup`` (a decimal string is the id itself), None for no such account."""
     if name is None:
         return None
     if str(name).isdigit():
         return int(name)
-    try:
-        return pwd.getpwnam(name).pw_uid
-    except KeyError:
-        return None
+    return _entry_field(lookup, name, field)
+
+
+def user_id(name):
+    """uid of a user name (or of a decimal string), None when there is no such user."""
+    return _account_id(name, pwd.getpwnam, "pw_uid")
 
 
 def group_id(name):
     """gid of a group name (or of a decimal string), None when there is no such group."""
-    if name is None:
-        return None
-    if str(name).isdigit():
-        return int(name)
-    try:
-        return grp.getgrnam(name).gr_gid
-    except KeyError:
-        return None
+    return _account_id(name, grp.getgrnam, "gr_gid")
 
 
 def user_name(uid):
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return None
+    return _entry_field(pwd.getpwuid, uid, "pw_name")
 
 
 def group_name(gid):
-    try:
-        return grp.getgrgid(gid).gr_name
-    except KeyError:
-        return None
+    return _entry_field(grp.getgrgid, gid, "gr_name")
 
 
 def kind_text(path, info):

@@ -248,29 +248,30 @@ def parse_line(line):
     return None
 
 
-def _amd_continuation(lines, index):
-    """For an AMD-Vi header at ``lines[index]``, return ``(body index, body message)`` or ``(None, None)``."""
+def _continuation(lines, index, pattern, stop=None):
+    """``(index, message)`` of the first of the ``_CONTINUATION_WINDOW`` lines after ``lines[index]`` whose message
+    ``pattern`` matches, or ``(None, None)``; the search ends early at a message for which ``stop`` is true."""
     for offset in range(1, _CONTINUATION_WINDOW + 1):
         if index + offset >= len(lines):
             break
         message = split_line(lines[index + offset])[2].strip()
-        if _AMD_BODY_RE.match(message):
+        if pattern.match(message):
             return index + offset, message
+        if stop is not None and stop(message):
+            break
     return None, None
+
+
+def _amd_continuation(lines, index):
+    """For an AMD-Vi header at ``lines[index]``, return ``(body index, body message)`` or ``(None, None)``."""
+    return _continuation(lines, index, _AMD_BODY_RE)
 
 
 def _dmar_continuation(lines, index):
     """For an Intel fault at ``lines[index]`` logged without its reason, return ``(index, message)`` of the reason
     line that old kernels printed next (``DMAR:[fault reason 06] ...``), or ``(None, None)``."""
-    for offset in range(1, _CONTINUATION_WINDOW + 1):
-        if index + offset >= len(lines):
-            break
-        message = split_line(lines[index + offset])[2].strip()
-        if _DMAR_REASON_RE.match(message):
-            return index + offset, message
-        if parse_line(message) is not None:
-            break  # the next fault: the reason of this one was lost
-    return None, None
+    # at the next fault the search ends: the reason of this one was lost
+    return _continuation(lines, index, _DMAR_REASON_RE, stop=lambda message: parse_line(message) is not None)
 
 
 def parse_kernel_log(lines, limit=MAX_EVENTS):

@@ -393,22 +393,22 @@ class UnitWatcher(object):
                     % (self.unit, active, sub, props.get("Result", "?"), self._exit_text(props)))
         return None
 
-    def exit_age(self, props=None):
-        """Seconds since the main process exited, or None (systemd timestamps use CLOCK_MONOTONIC)."""
+    def _seconds_since(self, prop, props):
+        """Seconds since the CLOCK_MONOTONIC stamp ``prop`` of ``props`` (default: the last read), or None when unset."""
         props = props if props is not None else (self.last or {})
-        usec = _as_int(props.get("ExecMainExitTimestampMonotonic"))
+        usec = _as_int(props.get(prop))
         if usec <= 0:
             return None
         return round(self.clock() - usec / 1e6, 3)
 
+    def exit_age(self, props=None):
+        """Seconds since the main process exited, or None (systemd timestamps use CLOCK_MONOTONIC)."""
+        return self._seconds_since("ExecMainExitTimestampMonotonic", props)
+
     def start_age(self, props=None):
         """Seconds since the unit's main process started, or None: read right after readiness, it is the
         service's time to ready, however late the wait itself began."""
-        props = props if props is not None else (self.last or {})
-        usec = _as_int(props.get("ExecMainStartTimestampMonotonic"))
-        if usec <= 0:
-            return None
-        return round(self.clock() - usec / 1e6, 3)
+        return self._seconds_since("ExecMainStartTimestampMonotonic", props)
 
     def timestamps(self, props=None):
         """systemd's moments of the unit (:attr:`TIMESTAMPS`) and ``checked`` (now: right after the wait's last answer),

@@ -124,9 +124,11 @@ class HostRoot(object):
             return None, None
         return self._join(parts), '/' + '/'.join(parts)
 
-    def exists(self, path):
+    def _found(self, path, test):
+        """Whether ``path`` resolves to something ``test`` (``os.path.exists``, ``isdir``, ``isfile``) accepts; a hit
+        is recorded as a directory or a file."""
         real, host_path = self._located(path)
-        found = real is not None and os.path.exists(real)
+        found = real is not None and test(real)
         if found and self.recorder is not None:
             if os.path.isdir(real):
                 self.recorder.directory(host_path)
@@ -134,19 +136,14 @@ class HostRoot(object):
                 self.recorder.file(host_path)
         return found
 
+    def exists(self, path):
+        return self._found(path, os.path.exists)
+
     def isdir(self, path):
-        real, host_path = self._located(path)
-        found = real is not None and os.path.isdir(real)
-        if found and self.recorder is not None:
-            self.recorder.directory(host_path)
-        return found
+        return self._found(path, os.path.isdir)
 
     def isfile(self, path):
-        real, host_path = self._located(path)
-        found = real is not None and os.path.isfile(real)
-        if found and self.recorder is not None:
-            self.recorder.file(host_path)
-        return found
+        return self._found(path, os.path.isfile)
 
     def is_executable(self, path):
         real, host_path = self._located(path)
@@ -342,17 +339,14 @@ def parse_cmdline(text):
             if choice is not None:
                 passthrough = choice
         elif name == 'amd_iommu':
-            if 'off' in options:
-                amd_off = True
-            if 'pgtbl_v2' in options:
-                pgtbl_v2 = True
-            if 'pgtbl_v1' in options:
-                pgtbl_v2 = False
+            amd_off = amd_off or 'off' in options
+            # pgtbl_v1 wins over pgtbl_v2 in the same value; neither keeps the earlier choice
+            if 'pgtbl_v1' in options or 'pgtbl_v2' in options:
+                pgtbl_v2 = 'pgtbl_v1' not in options
         elif name == 'intel_iommu':
-            if 'off' in options:
-                intel_off = True
-            elif 'on' in options:
-                intel_off = False
+            # off wins over on in the same value; neither keeps the earlier choice
+            if 'off' in options or 'on' in options:
+                intel_off = 'off' in options
     return {
         'cmdline': flags,
         'cmdline_nvidia': nvidia,

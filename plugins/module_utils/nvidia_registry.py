@@ -277,6 +277,30 @@ def _mapping_problem(mapping, var_name, what):
     return None
 
 
+def _entry_errors(mapping, var_name, what, name_messages, entry_problem):
+    """The errors of a ``{name: value}`` mapping of driver options: one when it is not a mapping, else at most one
+    per entry, in name order.
+
+    A name that is not a string, or that holds characters the driver's 'key=value;...' grammar cannot carry, gets
+    one of the two ``name_messages`` (``%s`` templates of ``(var_name, name, type name)`` and ``(var_name, name,
+    characters)``); any other entry gets what ``entry_problem(name, value)`` returns (an error or None).
+    """
+    problem = _mapping_problem(mapping, var_name, what)
+    if problem:
+        return [problem]
+    not_string, bad_chars = name_messages
+    errors = []
+    for name in sorted((mapping or {}), key=str):
+        if not isinstance(name, str):
+            problem = not_string % (var_name, name, type(name).__name__)
+        else:
+            bad = _describe_bad_chars(name)
+            problem = bad_chars % (var_name, name, bad) if bad else entry_problem(name, mapping[name])
+        if problem:
+            errors.append(problem)
+    return errors
+
+
 def validate_registry_dwords(mapping, var_name="nvidia_driver_registry_dwords"):
     """Check a ``{key: value}`` mapping meant for ``NVreg_RegistryDwords``.
 
@@ -284,40 +308,26 @@ def validate_registry_dwords(mapping, var_name="nvidia_driver_registry_dwords"):
     variable and the key, says which rule is broken and how to fix it.  ``None`` counts as an
     empty mapping.
     """
-    problem = _mapping_problem(mapping, var_name, "registry key")
-    if problem:
-        return [problem]
-    errors = []
-    for key in sorted((mapping or {}), key=str):
-        value = mapping[key]
-        if not isinstance(key, str):
-            errors.append(
-                "%s: key %r has type %s; registry keys are names such as DmaRemapPeerMmio (quote it in YAML if needed)"
-                % (var_name, key, type(key).__name__)
-            )
-            continue
+    def key_problem(key, value):
         if key == "":
-            errors.append("%s: an empty key is ignored by the driver; remove it" % var_name)
-            continue
-        bad = _describe_bad_chars(key)
-        if bad:
-            errors.append(
-                "%s: key %r contains %s, which the driver's 'key=value;...' grammar cannot carry; "
-                "use the bare key name (for example DmaRemapPeerMmio)" % (var_name, key, bad)
-            )
-            continue
+            return "%s: an empty key is ignored by the driver; remove it" % var_name
         if key.startswith(MODULE_PARAM_PREFIX):
-            errors.append(
+            return (
                 "%s: key %r starts with %s; registry dword keys are given without that prefix "
                 "(the driver would store %r as an unknown key and never apply it): write %r, or put "
                 "%r in nvidia_driver_module_params"
                 % (var_name, key, MODULE_PARAM_PREFIX, key, key[len(MODULE_PARAM_PREFIX):], key)
             )
-            continue
         dummy_number, reason = coerce_u32(value, U32_MAX)
         if reason:
-            errors.append("%s: value %r for key %r %s" % (var_name, value, key, reason))
-    return errors
+            return "%s: value %r for key %r %s" % (var_name, value, key, reason)
+        return None
+
+    return _entry_errors(mapping, var_name, "registry key", (
+        "%s: key %r has type %s; registry keys are names such as DmaRemapPeerMmio (quote it in YAML if needed)",
+        "%s: key %r contains %s, which the driver's 'key=value;...' grammar cannot carry; "
+        "use the bare key name (for example DmaRemapPeerMmio)",
+    ), key_problem)
 
 
 def registry_key_for_param(name):
@@ -342,59 +352,43 @@ def validate_module_params(
     both is an error because the driver applies ``NVreg_RegistryDwords`` after the standalone
     options and the registry value silently wins.  Returns a list of error strings.
     """
-    problem = _mapping_problem(mapping, var_name, "NVreg_ option name")
-    if problem:
-        return [problem]
     registry_keys = set(registry) if isinstance(registry, dict) else set()
-    errors = []
-    for name in sorted((mapping or {}), key=str):
-        value = mapping[name]
-        if not isinstance(name, str):
-            errors.append(
-                "%s: option name %r has type %s; option names are strings such as NVreg_EnableStreamMemOPs"
-                % (var_name, name, type(name).__name__)
-            )
-            continue
-        bad = _describe_bad_chars(name)
-        if bad:
-            errors.append(
-                "%s: option name %r contains %s; write the bare option name such as NVreg_EnableStreamMemOPs"
-                % (var_name, name, bad)
-            )
-            continue
+
+    def option_problem(name, value):
         if not name.startswith(MODULE_PARAM_PREFIX) or name == MODULE_PARAM_PREFIX:
             tail = name.rsplit(".", 1)[-1]
             if tail.lower().startswith(MODULE_PARAM_PREFIX.lower()):
                 tail = tail[len(MODULE_PARAM_PREFIX):]
-            errors.append(
+            return (
                 "%s: option name %r does not start with %s (case matters); nvidia.ko only takes "
                 "NVreg_* options: write %r" % (var_name, name, MODULE_PARAM_PREFIX, MODULE_PARAM_PREFIX + (tail or "Name"))
             )
-            continue
         if name == REGISTRY_DWORDS_PARAM:
-            errors.append(
+            return (
                 "%s: %s is built by the role; put its pairs in %s instead (for example {DmaRemapPeerMmio: 1})"
                 % (var_name, name, registry_var)
             )
-            continue
         if name in STRING_PARAMS:
-            errors.append(
+            return (
                 "%s: %s takes a string, and only integer options are managed here; "
                 "remove it (manage string options outside this role)" % (var_name, name)
             )
-            continue
         dummy_number, reason = coerce_u32(value, INT_MAX)
         if reason:
-            errors.append("%s: value %r for option %r %s" % (var_name, value, name, reason))
-            continue
+            return "%s: value %r for option %r %s" % (var_name, value, name, reason)
         regkey = registry_key_for_param(name)
         if regkey in registry_keys:
-            errors.append(
+            return (
                 "%s: %s is also set as %r in %s; the driver applies %s after the standalone options, "
                 "so the registry value (%r) would silently win; keep only one of the two"
                 % (var_name, name, regkey, registry_var, REGISTRY_DWORDS_PARAM, registry[regkey])
             )
-    return errors
+        return None
+
+    return _entry_errors(mapping, var_name, "NVreg_ option name", (
+        "%s: option name %r has type %s; option names are strings such as NVreg_EnableStreamMemOPs",
+        "%s: option name %r contains %s; write the bare option name such as NVreg_EnableStreamMemOPs",
+    ), option_problem)
 
 
 def render_registry_dwords(mapping):
@@ -466,8 +460,11 @@ def _case_hint(key, loaded_params):
     return ""
 
 
-def _pending_state(have, want):
-    return "pending: loaded %d, wanted %d" % (have, want)
+def _loaded_state(have, want, same):
+    """The state of an option the loaded driver has as ``have``: pending when that is not ``want``, else ``same``."""
+    if have != want:
+        return "pending: loaded %d, wanted %d" % (have, want)
+    return same
 
 
 def compare_with_loaded(registry, params, loaded_params, loaded_registry=None):
@@ -508,12 +505,7 @@ def compare_with_loaded(registry, params, loaded_params, loaded_registry=None):
         live = _printed_number(loaded_params, key)
         if live is not None:
             loaded[key] = live
-            if live != want:
-                states[key] = _pending_state(live, want)
-            elif key in loaded_registry:
-                states[key] = STATE_IN_EFFECT
-            else:
-                states[key] = STATE_DRIVER_DEFAULT
+            states[key] = _loaded_state(live, want, STATE_IN_EFFECT if key in loaded_registry else STATE_DRIVER_DEFAULT)
             continue
         have = _loaded_number(loaded_registry.get(key))
         loaded[key] = have
@@ -521,10 +513,8 @@ def compare_with_loaded(registry, params, loaded_params, loaded_registry=None):
             states[key] = "pending: not set in the loaded RegistryDwords, wanted %d%s" % (
                 want, _case_hint(key, loaded_params)
             )
-        elif have != want:
-            states[key] = _pending_state(have, want)
         else:
-            states[key] = STATE_IN_EFFECT
+            states[key] = _loaded_state(have, want, STATE_IN_EFFECT)
 
     # Loaded RegistryDwords keys whose printed value a wanted standalone option now decides.
     taken_over = set()
@@ -539,12 +529,7 @@ def compare_with_loaded(registry, params, loaded_params, loaded_registry=None):
             states[name] = "unverifiable: the driver does not print %s%s" % (regkey, _case_hint(regkey, loaded_params))
             continue
         taken_over.add(regkey)
-        if live != want:
-            states[name] = _pending_state(live, want)
-        elif regkey in loaded_registry:
-            states[name] = STATE_FROM_REGISTRY
-        else:
-            states[name] = STATE_IN_EFFECT
+        states[name] = _loaded_state(live, want, STATE_FROM_REGISTRY if regkey in loaded_registry else STATE_IN_EFFECT)
 
     for key in sorted(loaded_registry, key=str):
         if key in registry or key in taken_over:

@@ -66,12 +66,20 @@ NEXT_BOOT_POLICIES = ('fail', 'warn', 'ignore')
 SNP_IDENTITY_REGRESSION = (6, 13)
 
 _SELECT_VAR = 'iommu_preflight_gpus'
+# The gpu_host_facts booleans that stand for a kernel command-line setting, and that setting as the messages write it
+_CMDLINE_SETTINGS = {'iommu_off': 'iommu=off', 'amd_iommu_off': 'amd_iommu=off', 'intel_iommu_off': 'intel_iommu=off',
+                     'amd_iommu_pgtbl_v2': 'amd_iommu=pgtbl_v2'}
 
 
 def kernel_version(release):
     """``"6.14.0-37-generic"`` -> ``(6, 14)``; ``None`` when the release cannot be read."""
     match = re.match(r'^(\d+)\.(\d+)', release or '')
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _cmdline_settings(iommu, names):
+    """The settings (``iommu=off``, ...) of the booleans ``names`` that are true in the ``iommu`` facts, in order."""
+    return [_CMDLINE_SETTINGS[name] for name in names if iommu.get(name)]
 
 
 def _gpu_label(gpu):
@@ -202,12 +210,7 @@ def _rule_snp(facts, gpus):
     if iommu.get('passthrough_requested'):
         bad.append('iommu=%s' % cmdline['iommu'] if cmdline.get('iommu') and 'pt' in cmdline['iommu'].split(',')
                    else 'iommu.passthrough=%s' % cmdline.get('iommu.passthrough'))
-    if iommu.get('iommu_off'):
-        bad.append('iommu=off')
-    if iommu.get('amd_iommu_off'):
-        bad.append('amd_iommu=off')
-    if iommu.get('amd_iommu_pgtbl_v2'):
-        bad.append('amd_iommu=pgtbl_v2')
+    bad.extend(_cmdline_settings(iommu, ('iommu_off', 'amd_iommu_off', 'amd_iommu_pgtbl_v2')))
     if bad:
         errors.append(
             'snp-cmdline: the kernel command line has %s on a SEV-SNP host. Why: SEV-SNP needs the AMD IOMMU '
@@ -321,13 +324,7 @@ def _rule_iommu(facts, require):
     if iommu.get('enabled') or not (require or facts.get('gpus')):
         return [], []
     virtualization = facts.get('virtualization') or {}
-    flags = []
-    if iommu.get('iommu_off'):
-        flags.append('iommu=off')
-    if iommu.get('amd_iommu_off'):
-        flags.append('amd_iommu=off')
-    if iommu.get('intel_iommu_off'):
-        flags.append('intel_iommu=off')
+    flags = _cmdline_settings(iommu, ('iommu_off', 'amd_iommu_off', 'intel_iommu_off'))
     if virtualization.get('hypervisor'):
         vendor = virtualization.get('hypervisor_vendor')
         found = ('this is a virtual machine (the CPU reports a hypervisor%s) without a virtual IOMMU: %s'
