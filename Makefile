@@ -12,6 +12,9 @@ VENV := $(LLMSERVE_VENV)
 # The oldest supported ansible-core (meta/runtime.yml), from requirements-compat.txt: `make compat` runs sanity and
 # the unit tests with a venv of its own.
 export LLMSERVE_COMPAT_VENV ?= $(LLMSERVE_CACHE)/venv-core-compat
+# galaxy-importer (what Galaxy and Automation Hub run on an upload) for `make build-check`, in a venv of its own built
+# from tools/galaxy_importer/requirements.txt: it pins its own ansible-lint and ansible-builder.
+export LLMSERVE_GALAXY_IMPORTER_VENV ?= $(LLMSERVE_CACHE)/venv-galaxy-importer
 # The real SGLang on CPU (tools/engine): offline wheelhouse, a venv from it, a tiny local model.
 export LLMSERVE_SGLANG_WHEELHOUSE ?= $(LLMSERVE_CACHE)/wheelhouse/sglang-cpu
 export LLMSERVE_SGLANG_VENV ?= $(LLMSERVE_CACHE)/venv-sglang-cpu
@@ -121,16 +124,23 @@ functional: venv engine-assets gateway-assets model-assets
 	@$(RUN) echo "== pytest tests/functional (real SGLang on CPU, real smg, stand-ins)"; \
 	  pytest -q -p no:cacheprovider tests/functional
 
+# The tarball as Galaxy takes it: it installs, ansible-doc lists its plugins and roles, ansible-builder reads its EE
+# definition, and galaxy-importer imports it with no error or warning (tools/galaxy_importer/import_check.sh; offline,
+# without ansible-test's containers), from a venv of its own.
 build-check: venv
 	@$(RUN) echo "== ansible-galaxy collection build/install + ansible-doc"; \
-	  out=$$(mktemp -d); ansible-galaxy collection build --force --output-path "$$out" . >/dev/null; \
+	  out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+	  ansible-galaxy collection build --force --output-path "$$out" . >/dev/null; \
 	  ansible-galaxy collection install --force -p "$$out/installed" "$$out"/llmserve-sglang-*.tar.gz >/dev/null; \
 	  ANSIBLE_COLLECTIONS_PATH="$$out/installed" ansible-doc -l llmserve.sglang | tee "$$out/doc.txt"; \
 	  ANSIBLE_COLLECTIONS_PATH="$$out/installed" ansible-doc -t role -l llmserve.sglang; \
 	  ansible-builder create -f meta/execution-environment.yml --output-filename Containerfile --context "$$out/ee" >/dev/null; \
 	  test -s "$$out/ee/Containerfile"; echo "ansible-builder create: Containerfile written"; \
-	  echo "build-check: $$(ls "$$out"/llmserve-sglang-*.tar.gz | xargs -n1 basename) installs; $$(wc -l < "$$out/doc.txt") modules listed"; \
-	  rm -rf "$$out"
+	  echo "== galaxy-importer"; \
+	  LLMSERVE_VENV="$(LLMSERVE_GALAXY_IMPORTER_VENV)" LLMSERVE_SYSTEM_PACKAGES=no \
+	    LLMSERVE_VENV_REQUIREMENTS="$(CURDIR)/tools/galaxy_importer/requirements.txt" dev_venv; \
+	  bash tools/galaxy_importer/import_check.sh "$(LLMSERVE_GALAXY_IMPORTER_VENV)" "$$out"/llmserve-sglang-*.tar.gz; \
+	  echo "build-check: $$(ls "$$out"/llmserve-sglang-*.tar.gz | xargs -n1 basename) installs; $$(wc -l < "$$out/doc.txt") modules listed"
 
 model-assets:
 	@echo "== a Hugging Face mirror for tests: olah venv, mirror directory"

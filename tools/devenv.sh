@@ -54,7 +54,8 @@ dev_system_packages() {
 }
 
 # The venv at LLMSERVE_VENV, built from LLMSERVE_VENV_REQUIREMENTS (default requirements-dev.txt; `make compat`
-# names requirements-compat.txt and a venv of its own), rebuilt when that file changes.
+# names requirements-compat.txt and a venv of its own, `make build-check` tools/galaxy_importer/requirements.txt),
+# rebuilt when that file changes.
 dev_venv() {
   local venv=$LLMSERVE_VENV req=${LLMSERVE_VENV_REQUIREMENTS:-$DEV_ROOT/requirements-dev.txt} want have py
   # make check needs none of them (no sanity; the firewall test skips without nft) and may run without root

@@ -54,7 +54,8 @@ def test_execution_environment_points_at_existing_files():
     assert {"jmespath", "netaddr"} <= runtime
 
 
-@pytest.mark.parametrize("name, core", [("requirements-dev.txt", "2.21"), ("requirements-compat.txt", "2.20")])
+@pytest.mark.parametrize("name, core", [("requirements-dev.txt", "2.21"), ("requirements-compat.txt", "2.20"),
+                                        ("tools/galaxy_importer/requirements.txt", "2.21")])
 def test_dev_requirements_are_exact_pins(name, core):
     lines = [line.strip() for line in (ROOT / name).read_text().splitlines()]
     pins = [line for line in lines if line and not line.startswith("#")]
@@ -62,3 +63,27 @@ def test_dev_requirements_are_exact_pins(name, core):
     for line in pins:
         assert re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[0-9][0-9A-Za-z.+]*", line), line
     assert any(line.startswith(f"ansible-core=={core}.") for line in pins)
+
+
+def pins(rel):
+    return dict(line.strip().split("==", 1) for line in (ROOT / rel).read_text().splitlines()
+                if line.strip() and not line.startswith("#"))
+
+
+def test_galaxy_importer_lints_with_the_tools_of_the_dev_venv():
+    # make build-check's galaxy-importer runs its own ansible-core and ansible-lint: the same as make lint's, so the
+    # two cannot disagree about the collection
+    importer, dev = pins("tools/galaxy_importer/requirements.txt"), pins("requirements-dev.txt")
+    assert "galaxy_importer" in importer or "galaxy-importer" in importer
+    for name in ("ansible-core", "ansible-lint", "ansible-builder", "yamllint"):
+        assert importer[name] == dev[name], name
+
+
+def test_ansible_lint_config_ships_for_galaxy():
+    # Galaxy's importer runs ansible-lint in the extracted tarball: without the collection's .ansible-lint it lints
+    # changelogs/fragments/*playbooks*.yml as playbooks and calls requires_ansible >=2.20 unsupported
+    assert ".ansible-lint" not in load("galaxy.yml")["build_ignore"]
+    lint = load(".ansible-lint")
+    assert "changelogs/" in lint["exclude_paths"]
+    floor = load("meta/runtime.yml")["requires_ansible"].removeprefix(">=").rsplit(".", 1)[0]
+    assert floor in lint["supported_ansible_also"]
