@@ -170,6 +170,13 @@ def sglang_rollout_lease(phase, settings=None, gateways=0):
         raise AnsibleFilterError("sglang_rollout_lease: %s" % to_native(exc))
 
 
+def sglang_rollout_step_problems(steps):
+    """Return the problems of the steps an operator playbook declares for the rollout (empty when none)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_steps import step_problems
+
+    return step_problems(steps)
+
+
 def sglang_service_problems(spec, state=None):
     """Return the rules a role's service account, group, unit name and directories break (empty when none)."""
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.service_host import service_problems
@@ -238,6 +245,7 @@ class FilterModule(object):
             "sglang_deploy_plan": sglang_deploy_plan,
             "sglang_rollout_batches": sglang_rollout_batches,
             "sglang_rollout_lease": sglang_rollout_lease,
+            "sglang_rollout_step_problems": sglang_rollout_step_problems,
             "sglang_service_problems": sglang_service_problems,
             "sglang_pip_redact": sglang_pip_redact,
             "sglang_node_firewall": sglang_node_firewall,

@@ -79,6 +79,35 @@ def site_plays():
     return plays[1], plays[3]
 
 
+def rollout_of(play):
+    """The one task of a play that runs the rollout: (its stage, its declared steps as role[:entry](phase))."""
+    (task,) = play["tasks"]
+    assert task["ansible.builtin.import_role"] == {"name": ROLLOUT}
+    assert set(task["vars"]) <= {"sglang_rollout_stage", "sglang_rollout_steps"}
+    declared = []
+    for step in task["vars"].get("sglang_rollout_steps", []):
+        name = step["role"].split(".")[-1] + (":" + step["entry"] if "entry" in step else "")
+        declared.append(name + ("(%s)" % step["phase"] if "phase" in step else ""))
+    return task["vars"]["sglang_rollout_stage"], declared
+
+
+def stage_steps(stage):
+    """The task file of a stage, as steps() lists them (the declared steps as ``steps``)."""
+    found = []
+    for task in flatten(rollout_tasks("stage_" + stage)):
+        name = task.get("ansible.builtin.import_tasks") or task.get("ansible.builtin.include_tasks")
+        if isinstance(name, dict):
+            name = name["file"]
+        if name:
+            phase = task.get("vars", {}).get("sglang_rollout_phase")
+            # a stage's own lease phase (__sglang_rollout_stages) is checked on its own
+            phase = None if phase and "{{" in phase else phase
+            found.append("rollout:" + name[:-4] + ("(%s)" % phase if phase else ""))
+        else:
+            found.extend(steps([task]))
+    return found
+
+
 def test_site_stages_the_model_on_every_host_at_once_before_the_plan():
     (play,) = load("playbooks", "plays", "model.yml")
     assert play["hosts"] == "sglang_servers" and "serial" not in play, "every host stages at once (throttled)"
@@ -86,7 +115,8 @@ def test_site_stages_the_model_on_every_host_at_once_before_the_plan():
     assert play["any_errors_fatal"] is True
     (task,) = play["tasks"]
     assert task["ansible.builtin.import_role"] == {"name": "llmserve.sglang.sglang_model"}
-    assert task["when"] == "sglang_model_repo | default('') | length > 0"
+    # the role decides: without sglang_model_repo it does nothing (tests/unit/roles/sglang_model/test_role_without_repo.py)
+    assert "when" not in task
     # the download (included only on the hosts that lack the revision) is throttled; the check in the store is not
     (stage,) = [t for t in load("roles", "sglang_model", "tasks", "fetch.yml") if "llmserve.sglang.model_stage" in t]
     assert stage["throttle"] == "{{ sglang_model_stage_throttle | int }}"
@@ -107,8 +137,8 @@ def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches
     assert plan["max_fail_percentage"] == change["max_fail_percentage"] == "{{ sglang_rollout_max_fail_percentage }}"
     assert change["serial"] == "{{ hostvars['localhost']['sglang_rollout']['sizes'] | default(1) }}"
     assert change["hosts"] == "{{ hostvars['localhost']['sglang_rollout']['hosts'] | default([]) }}"
-    block = [t for t in plan["tasks"] if "block" in t][0]
-    (order,) = [t for t in block["always"] if role_of(t) == "rollout:order"]
+    (block,) = [t for t in rollout_tasks("stage_plan") if "block" in t]
+    (order,) = [t for t in block["always"] if t.get("ansible.builtin.import_tasks") == "order.yml"]
     assert order["vars"] == {"sglang_rollout_planned": True}, "only the hosts whose plan has changes"
     (group_by,) = [t for t in rollout_tasks("plan") if "ansible.builtin.group_by" in t]
     assert group_by["ansible.builtin.group_by"]["key"] == "sglang_plan_change"
@@ -124,30 +154,40 @@ def test_site_reads_top_down():
 
 def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
     plan, change = site_plays()
-    assert steps(plan["tasks"]) == ["rollout:nodes", "rollout:begin(plan)", "iommu_preflight", "nvidia_driver:plan",
-                                    "sglang_server:plan", "sglang_server:probe", "rollout:plan", "rollout:report",
-                                    "rollout:order"]
-    assert steps(change["tasks"]) == ["rollout:begin(drain)", "rollout:drain(driver)", "nvidia_driver",
-                                      "rollout:renew(sglang)", "sglang_server", "rollout:rejoin", "rollout:end"]
-    for play in (plan, change):
-        block = [t for t in play["tasks"] if "block" in t][0]
-        assert role_of(block["block"][0]) == "rollout:begin", "the lock is the block's first step"
-        # every step of the rollout runs whatever tags are chosen
-        for task in flatten(play["tasks"]):
-            if role_of(task) and role_of(task).startswith("rollout:"):
-                assert task["tags"] == ["always"], task["name"]
-    (end,) = [t for t in flatten(change["tasks"]) if role_of(t) == "rollout:end"]
-    assert end in [t for t in change["tasks"] if "block" in t][0]["always"], "released whatever happens in the block"
+    assert rollout_of(plan) == ("plan", ["iommu_preflight", "nvidia_driver:plan", "sglang_server:plan"])
+    assert stage_steps("plan") == ["rollout:nodes", "rollout:begin(plan)", "rollout:steps", "sglang_server:probe",
+                                   "rollout:plan", "rollout:report", "rollout:order"]
+    assert rollout_of(change) == ("change", ["nvidia_driver(driver)", "sglang_server(sglang)"])
+    assert stage_steps("change") == ["rollout:begin", "rollout:drain", "rollout:steps", "rollout:rejoin", "rollout:end"]
+    stages = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_stages"]
+    assert stages["plan"]["lease"] == "plan" and stages["change"] == {"lease": "drain", "hold": "hold"}
+    # the probe proves only a server whose plan is empty
+    (probe,) = [t for t in flatten(rollout_tasks("stage_plan")) if role_of(t) == "sglang_server:probe"]
+    assert probe["when"][0] == "sglang_server_plan is defined"
     # the role renews the lock right before its swap and restart, with the lease of what follows them
-    (role,) = [t for t in flatten(change["tasks"]) if role_of(t) == "sglang_server"]
-    assert role["vars"]["sglang_server_lock_owner"] == "{{ __sglang_rollout_owner }}"
-    assert role["vars"]["sglang_server_lock_lease"] == "{{ __sglang_lock_lease_deploy }}"
+    (deploy,) = [s for s in change["tasks"][0]["vars"]["sglang_rollout_steps"] if s["role"].endswith("sglang_server")]
+    assert deploy["lock"] == "deploy"
+    for stage in ("plan", "change", "audit", "rollback", "gateway", "rejoin"):
+        tasks = rollout_tasks("stage_" + stage)
+        (block,) = [t for t in tasks if "block" in t]
+        assert block["block"][0]["ansible.builtin.import_tasks"] == "begin.yml", "the lock is the block's first step"
+        # every task of the rollout runs whatever tags are chosen; the declared steps carry their own tags
+        for task in flatten(tasks):
+            if task.get("ansible.builtin.import_tasks") == "steps.yml":
+                assert "tags" not in task, "tags on the import would reach the steps"
+            elif role_of(task) is None and "ansible.builtin.fail" not in task:
+                assert "always" in task["tags"], (stage, task["name"])
+            else:  # the probes and the audit's verdict: with the SGLang tags, as the playbooks had them
+                assert "always" not in task["tags"] and "sglang" in task["tags"], (stage, task["name"])
+    (loop,) = rollout_tasks("steps")
+    assert loop["tags"] == ["always"] and loop["ansible.builtin.include_tasks"] == {"file": "step.yml"}
 
 
 def test_site_renews_the_lock_it_kept_and_takes_again_only_the_lock_it_gave_back():
-    _plan, change = site_plays()
-    begin, _drain, _driver, renew = list(flatten(change["tasks"]))[:4]
-    assert begin["vars"]["sglang_rollout_keep_lock"] == "{{ hostvars['localhost']['sglang_rollout']['keep'] }}"
+    (block,) = [t for t in rollout_tasks("stage_change") if "block" in t]
+    begin = block["block"][0]
+    assert begin["vars"]["sglang_rollout_keep_lock"] == \
+        "{{ hostvars['localhost']['sglang_rollout']['keep'] | default([]) }}"
     (take,) = [t for t in rollout_tasks("begin") if LOCK in t]
     state = take[LOCK]["state"]
     keep = {"sglang_rollout_keep_lock": ["h1"]}
@@ -155,12 +195,17 @@ def test_site_renews_the_lock_it_kept_and_takes_again_only_the_lock_it_gave_back
     assert render_text(state, dict(keep, inventory_hostname="h1")) == "renewed"
     # a later batch gave it back after the plan: it takes it again (waiting for a run that got in meanwhile)
     assert render_text(state, dict(keep, inventory_hostname="h2")) == "acquired"
-    # after the driver role: taken again only when the plan said it reboots the host (/run is emptied)
-    retake = renew["vars"]["sglang_rollout_retake"]
-    assert render_text(retake, {"nvidia_driver_plan": {"apply": "reboot"}}) is True
+    # after the driver role: taken again only when the plan said it reboots the host (/run is emptied);
+    # tests/unit/roles/rollout/test_pipeline.py runs it
+    variables = load("roles", "rollout", "vars", "main.yml")
+    retake = variables["__sglang_rollout_step_after_reboot"]
+    steps_ = [{"role": "llmserve.sglang.nvidia_driver"}, {"role": "llmserve.sglang.sglang_server"}]
+    common = {"sglang_rollout_steps": steps_, "__sglang_rollout_reboot_roles": variables["__sglang_rollout_reboot_roles"]}
+    assert render_text(retake, dict(common, sglang_rollout_step_index=1, nvidia_driver_plan={"apply": "reboot"})) is True
+    assert render_text(retake, dict(common, sglang_rollout_step_index=0, nvidia_driver_plan={"apply": "reboot"})) is False
     for plan in ({"apply": "none"}, {"apply": "reload"}):
-        assert render_text(retake, {"nvidia_driver_plan": plan}) is False
-    assert render_text(retake, {}) is False, "a run without the driver tag renews"
+        assert render_text(retake, dict(common, sglang_rollout_step_index=1, nvidia_driver_plan=plan)) is False
+    assert render_text(retake, dict(common, sglang_rollout_step_index=1)) is False, "a run without the driver tag renews"
     (again,) = [t for t in rollout_tasks("renew") if LOCK in t]
     assert render_text(again[LOCK]["state"], {"sglang_rollout_retake": True}) == "acquired"
     assert render_text(again[LOCK]["state"], {"sglang_rollout_retake": False}) == "renewed"
@@ -170,7 +215,7 @@ def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
     order, release = rollout_tasks("order")
     assert order["run_once"] is True and order["delegate_to"] == "localhost" and order["delegate_facts"] is True
     keep = order["ansible.builtin.set_fact"]["sglang_rollout"]["keep"]
-    assert keep == "{{ [] if __sglang_rollout_stops | bool else __sglang_rollout_batches | first | default([]) }}"
+    assert keep == "{{ [] if __sglang_rollout_stops else __sglang_rollout_batches | first | default([]) }}"
     assert "not sglang_rollout_planned | bool" in order["vars"]["__sglang_rollout_stops"], "only after a plan"
     assert "sglang_rollout_batches(sglang_rollout_serial" in order["vars"]["__sglang_rollout_batches"]
     assert "sglang_server_node_group" in order["vars"]["__sglang_rollout_batches"]
@@ -326,7 +371,9 @@ def test_no_inline_defaults_for_the_rollout_variables():
             assert not re.search(r"\b%s \| default\(" % name, text), (path, name)
     specs = load("roles", "rollout", "meta", "argument_specs.yml")["argument_specs"]
     entry_points = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(ROOT, "roles", "rollout", "tasks", "*.yml"))}
-    assert set(specs) == entry_points - {"gateway_out"}, "every entry point has its argument spec"
+    # the task files the stages put together are not entry points of their own
+    internal = {"gateway_out", "step", "steps"} | {e for e in entry_points if e.startswith("stage_")}
+    assert set(specs) == entry_points - internal, "every entry point has its argument spec"
     for entry, spec in specs.items():
         for name, option in spec["options"].items():
             if name in defaults and "default" in option:
@@ -339,16 +386,18 @@ def test_restart_drains_renews_restarts_and_puts_back():
     imported = [p["ansible.builtin.import_playbook"] for p in load("playbooks", "restart.yml") if "tasks" not in p]
     assert imported == ["plays/gateway_view.yml", "plays/rollout_order.yml"]
     (restart,) = [p for p in load("playbooks", "restart.yml") if "tasks" in p]
-    assert steps(restart["tasks"]) == ["rollout:begin(restart_batch)", "rollout:drain", "rollout:renew(restart)",
-                                       "sglang_server:restart", "rollout:rejoin", "rollout:end"]
-    (drain,) = [t for t in flatten(restart["tasks"]) if role_of(t) == "rollout:drain"]
-    # the hold lasts the whole batch; the weights are read into the page cache before the drain
-    assert drain["vars"] == {"sglang_rollout_hold_phase": "restart_batch", "sglang_rollout_restarts": True}
-    (renew,) = [t for t in flatten(restart["tasks"]) if role_of(t) == "rollout:renew"]
-    assert "when" not in renew, "the restart always comes right after a renewal"
+    # the restart stage is the change stage's task file: drain, the steps (a renewal right before each), rejoin, end
+    assert rollout_of(restart) == ("restart", ["sglang_server:restart(restart)"])
+    stages = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_stages"]
+    # the hold lasts the whole batch; the weights are read into the page cache before the drain (no plan: restarts)
+    assert stages["restart"] == {"lease": "restart_batch", "hold": "restart_batch", "tasks": "change"}
+    (drain,) = [t for t in flatten(rollout_tasks("stage_change")) if t.get("ansible.builtin.import_tasks") == "drain.yml"]
+    restarts = drain["vars"]["sglang_rollout_restarts"]
+    assert render_text(restarts, {}) is True
+    assert render_text(restarts, {"sglang_plan": {"restart_needed": False}}) is False
     assert restart["max_fail_percentage"] == "{{ sglang_rollout_max_fail_percentage }}"
     # the host report (its time out of rotation) is written, for a host that did not come back too
-    (end,) = [t for t in flatten(restart["tasks"]) if role_of(t) == "rollout:end"]
+    (end,) = [t for t in flatten(rollout_tasks("stage_change")) if t.get("ansible.builtin.import_tasks") == "end.yml"]
     assert "sglang_rollout_report" not in end.get("vars", {})
 
 
@@ -368,40 +417,44 @@ def test_the_restart_entry_point_reports_success_and_failure():
 def test_restart_and_rollback_order_every_server_of_the_run():
     (order,) = load("playbooks", "plays", "rollout_order.yml")
     assert order["hosts"] == "sglang_servers"
-    assert steps(order["tasks"]) == ["rollout:nodes", "rollout:order"]
-    assert order["tasks"][0]["vars"] == {"sglang_rollout_resolve_nodes": True}
-    assert "vars" not in order["tasks"][1], "not planned: every server of the run"
+    assert rollout_of(order) == ("order", [])
+    assert stage_steps("order") == ["rollout:nodes", "rollout:order"]
+    nodes, ordered = rollout_tasks("stage_order")
+    assert nodes["vars"] == {"sglang_rollout_resolve_nodes": True}
+    assert "vars" not in ordered, "not planned: every server of the run"
 
 
 def test_rollback_restores_right_after_taking_the_lock():
     assert load("playbooks", "rollback.yml")[0]["ansible.builtin.import_playbook"] == "plays/rollout_order.yml"
     (rollback,) = [p for p in load("playbooks", "rollback.yml") if "tasks" in p]
-    assert steps(rollback["tasks"]) == ["rollout:begin(rollback)", "sglang_server:rollback", "rollout:end"]
+    assert rollout_of(rollback) == ("rollback", ["sglang_server:rollback"])
+    assert stage_steps("rollback") == ["rollout:begin(rollback)", "rollout:steps", "rollout:end"]
 
 
 @pytest.mark.parametrize("playbook", ["restart.yml", "rollback.yml", "gateway.yml", "preflight.yml",
                                       "plays/gateway_rejoin.yml"])
 def test_every_changing_play_releases_the_lock_whatever_happens(playbook):
     play = [p for p in load("playbooks", playbook) if "tasks" in p][-1]
-    block = [t for t in play["tasks"] if "block" in t][0]
-    assert role_of(block["always"][-1]) == "rollout:end"
+    stage, _declared = rollout_of(play)
+    tasks = rollout_tasks("stage_" + load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_stages"][stage]
+                          .get("tasks", stage))
+    (block,) = [t for t in tasks if "block" in t]
+    assert block["always"][-1]["ansible.builtin.import_tasks"] == "end.yml"
     mode = "shared" if playbook == "preflight.yml" else None
-    (begin,) = [t for t in flatten(play["tasks"]) if role_of(t) == "rollout:begin"]
-    assert begin["vars"].get("sglang_rollout_lock_mode") == mode
+    assert block["block"][0]["vars"].get("sglang_rollout_lock_mode") == mode
 
 
 def test_audit_holds_the_lock_shared_for_its_whole_run():
     (play,) = load("playbooks", "preflight.yml")
-    assert steps(play["tasks"]) == ["rollout:begin(audit)", "iommu_preflight", "nvidia_driver:verify",
-                                    "sglang_server:probe", "fail", "rollout:end"]
-    take = [i for i, t in enumerate(play["tasks"]) if role_of(t) == "rollout:begin"][0]
-    audit = [i for i, t in enumerate(play["tasks"]) if "block" in t][0]
-    assert take < audit and "always" in play["tasks"][take]["tags"]
+    assert rollout_of(play) == ("audit", ["iommu_preflight", "nvidia_driver:verify"])
+    assert stage_steps("audit") == ["rollout:begin(audit)", "rollout:steps", "sglang_server:probe", "fail",
+                                    "rollout:end"]
 
 
 def test_the_rejoin_play_takes_the_lock_for_the_wait_in_each_gateway():
     (play,) = load("playbooks", "plays", "gateway_rejoin.yml")
-    assert steps(play["tasks"]) == ["rollout:begin(rejoin)", "rollout:gateway_in", "rollout:end"]
+    assert rollout_of(play) == ("rejoin", [])
+    assert stage_steps("rejoin") == ["rollout:begin(rejoin)", "rollout:gateway_in", "rollout:end"]
 
 
 def test_the_role_renews_the_lock_right_before_the_swap_and_the_restart():
@@ -448,7 +501,8 @@ def test_a_drain_holds_each_gateway_lock_shared_before_it_takes_the_worker_out()
 
 def test_gateway_lock_paths_are_private():
     assert os.path.dirname(GATEWAY_LOCK) == "/run/llmserve"
-    for name in (os.path.join("playbooks", "gateway.yml"), os.path.join("roles", "rollout", "tasks", "gateway_out.yml"),
+    for name in (os.path.join("roles", "rollout", "tasks", "stage_gateway.yml"),
+                 os.path.join("roles", "rollout", "tasks", "gateway_out.yml"),
                  os.path.join("roles", "rollout", "tasks", "end.yml")):
         with open(os.path.join(ROOT, name)) as handle:
             paths = set(re.findall(r"path: (/run/\S+)", handle.read()))

@@ -47,8 +47,8 @@ def _run(tmp_path, tasks):
 
 
 def test_gateway_reports_stay_in_the_report_directory(tmp_path):
-    play = load("playbooks", "gateway.yml")[1]
-    task = next(t for t in flatten(play["tasks"]) if t.get("name") == "Write the gateway's report (JSON)")
+    task = next(t for t in flatten(load("roles", "rollout", "tasks", "stage_gateway.yml"))
+                if t.get("name") == "Write the gateway's report (JSON)")
     directory = {"path": "{{ hostvars['localhost']['sglang_report_run_dir'] }}/gateways", "state": "directory",
                  "mode": "0755"}
     tasks = [{"name": "A gateway result", "ansible.builtin.set_fact": {"sglang_gateway_report": {"ok": True}}},

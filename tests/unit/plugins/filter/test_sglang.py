@@ -31,7 +31,8 @@ FILTER_DIR = os.path.dirname(sglang_filter.__file__)
 
 ALL_FILTERS = ["sglang_validate", "sglang_render", "sglang_unit_value", "sglang_base_url",
                "sglang_url_path", "sglang_device_problems", "sglang_node_group_check", "sglang_node_group_plan",
-               "sglang_deploy_plan", "sglang_rollout_batches", "sglang_rollout_lease", "sglang_service_problems",
+               "sglang_deploy_plan", "sglang_rollout_batches", "sglang_rollout_lease", "sglang_rollout_step_problems",
+               "sglang_service_problems",
                "sglang_pip_redact", "sglang_node_firewall", "sglang_server_info_expected", "sglang_cache_layout"]
 
 
