@@ -11,7 +11,9 @@ and the lock given back whatever happens."""
 from __future__ import annotations
 
 import json
+import os
 import pytest
+import yaml
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease import phase_lease
 from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_playbook
@@ -143,6 +145,13 @@ def test_bad_steps_are_refused_before_the_lock_is_taken(work, steps, message):
 def test_an_unknown_stage_is_refused(work):
     rc, out = _run(work, "deploy", [])
     assert rc != 0 and "sglang_rollout_stage" in out and "plan, order, change, restart" in out, out
+    assert not (work / "locks" / "sglang.lock").exists(), "nothing taken"
+    # the argument spec refuses it: its choices are exactly the stages the role has
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "rollout")
+    with open(os.path.join(root, "meta", "argument_specs.yml")) as handle:
+        choices = yaml.safe_load(handle)["argument_specs"]["main"]["options"]["sglang_rollout_stage"]["choices"]
+    with open(os.path.join(root, "vars", "main.yml")) as handle:
+        assert set(choices) == set(yaml.safe_load(handle)["__sglang_rollout_stages"])
 
 
 def test_a_failing_step_still_gives_the_lock_back(work):
