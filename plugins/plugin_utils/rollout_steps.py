@@ -15,8 +15,9 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease impo
 # the step's variables; tags: the tags that select it (and reach its tasks); phase: the lease renewed before it;
 # lock: the phase whose lease the role gets (ROLE_lock_owner, ROLE_lock_lease) to renew the lock itself
 STEP_KEYS = ("name", "role", "entry", "vars", "tags", "phase", "lock")
-_ROLE_NAME = re.compile(r"^([a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*$")
-_ENTRY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+# matched whole (fullmatch): "$" alone would let a trailing newline through
+_ROLE_NAME = re.compile(r"([a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*")
+_ENTRY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def step_problems(steps):
@@ -34,10 +35,10 @@ def step_problems(steps):
         if unknown:
             problems.append("%s has unknown keys %s (a step takes %s)." % (where, ", ".join(unknown), ", ".join(STEP_KEYS)))
         role = step.get("role")
-        if not isinstance(role, str) or not _ROLE_NAME.match(role):
+        if not isinstance(role, str) or not _ROLE_NAME.fullmatch(role):
             problems.append("%s.role must be a role name (llmserve.sglang.sglang_server), got %r." % (where, role))
         entry = step.get("entry", "main")
-        if not isinstance(entry, str) or not _ENTRY.match(entry):
+        if not isinstance(entry, str) or not _ENTRY.fullmatch(entry):
             problems.append("%s.entry must be the name of an entry point of the role (tasks_from), got %r." % (where, entry))
         if not isinstance(step.get("vars", {}), dict):
             problems.append("%s.vars must be a dict of the step's variables, got %s."
