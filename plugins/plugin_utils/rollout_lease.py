@@ -10,9 +10,10 @@ loses the lock in the middle of a phase, because it renews the lock at every pha
 lease. A phase that gets a new long step must have it added here (tests/unit/plugins/plugin_utils/
 test_rollout_lease.py reads the roles' task timeouts and fails when a lease no longer covers them).
 
-The inputs are the role variables by name. A name the play does not know yet (``restart.yml`` includes
-sglang_server only after it took the lock, so the role's defaults are not loaded then) is read from the
-collection's own ``roles/*/defaults/main.yml``: there is one default per variable, never a copy.
+The inputs are role variables by name: the rollout role's own, and the budgets the roles of a play's steps publish
+before the lock is taken (their entry point ``budget``, ``ROLE_budget``; roles/rollout/tasks/budgets.yml). A name no
+budget gave (a role that is not a step of the play) is read from the collection's own
+``roles/*/defaults/main.yml``: there is one default per variable, never a copy.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import os
 import yaml
 from ansible.module_utils.parsing.convert_bool import boolean
 
-# The variables the rules below read. roles/rollout/vars/main.yml collects those the play knows under these names.
+# The variables the rules below read: the rollout's own and the roles' budgets (tests/unit/plugins/plugin_utils/
+# test_rollout_lease.py checks that together they publish exactly these).
 INPUTS = (
     "sglang_lock_lease",
     "sglang_lock_install_seconds",

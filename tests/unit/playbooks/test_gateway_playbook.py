@@ -49,8 +49,8 @@ def test_the_role_runs_between_taking_and_releasing_the_lock():
                 assert task[LOCK]["lease"] == "{{ __sglang_lock_lease_gateway }}", "the host lock's lease"
         elif "ansible.builtin.import_tasks" in task:
             steps.append("rollout:" + task["ansible.builtin.import_tasks"][:-4])
-    assert steps == ["rollout:begin", "gateway-lock:acquired", "rollout:steps", "gateway-lock:released",
-                     "rollout:end"]
+    assert steps == ["rollout:budgets", "rollout:begin", "gateway-lock:acquired", "rollout:steps",
+                     "gateway-lock:released", "rollout:end"]
     (block,) = [t for t in stage if "block" in t]
     assert block["block"][0]["vars"] == {"sglang_rollout_phase": "gateway"}
     take, release = block["block"][1], block["always"][0]

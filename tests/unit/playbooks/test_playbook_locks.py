@@ -155,10 +155,11 @@ def test_site_reads_top_down():
 def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
     plan, change = site_plays()
     assert rollout_of(plan) == ("plan", ["iommu_preflight", "nvidia_driver:plan", "sglang_server:plan"])
-    assert stage_steps("plan") == ["rollout:nodes", "rollout:begin(plan)", "rollout:steps", "sglang_server:probe",
+    assert stage_steps("plan") == ["rollout:nodes", "rollout:budgets", "rollout:begin(plan)", "rollout:steps", "sglang_server:probe",
                                    "rollout:plan", "rollout:report", "rollout:order"]
     assert rollout_of(change) == ("change", ["nvidia_driver(driver)", "sglang_server(sglang)"])
-    assert stage_steps("change") == ["rollout:begin", "rollout:drain", "rollout:steps", "rollout:rejoin", "rollout:end"]
+    assert stage_steps("change") == ["rollout:budgets", "rollout:begin", "rollout:drain", "rollout:steps", "rollout:rejoin",
+                                     "rollout:end"]
     stages = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_stages"]
     assert stages["plan"]["lease"] == "plan" and stages["change"] == {"lease": "drain", "hold": "hold"}
     # the probe proves only a server whose plan is empty
@@ -372,7 +373,7 @@ def test_no_inline_defaults_for_the_rollout_variables():
     specs = load("roles", "rollout", "meta", "argument_specs.yml")["argument_specs"]
     entry_points = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(ROOT, "roles", "rollout", "tasks", "*.yml"))}
     # the task files the stages put together are not entry points of their own
-    internal = {"gateway_out", "step", "steps"} | {e for e in entry_points if e.startswith("stage_")}
+    internal = {"gateway_out", "step", "steps", "budgets"} | {e for e in entry_points if e.startswith("stage_")}
     assert set(specs) == entry_points - internal, "every entry point has its argument spec"
     for entry, spec in specs.items():
         for name, option in spec["options"].items():
@@ -428,7 +429,7 @@ def test_rollback_restores_right_after_taking_the_lock():
     assert load("playbooks", "rollback.yml")[0]["ansible.builtin.import_playbook"] == "plays/rollout_order.yml"
     (rollback,) = [p for p in load("playbooks", "rollback.yml") if "tasks" in p]
     assert rollout_of(rollback) == ("rollback", ["sglang_server:rollback"])
-    assert stage_steps("rollback") == ["rollout:begin(rollback)", "rollout:steps", "rollout:end"]
+    assert stage_steps("rollback") == ["rollout:budgets", "rollout:begin(rollback)", "rollout:steps", "rollout:end"]
 
 
 @pytest.mark.parametrize("playbook", ["restart.yml", "rollback.yml", "gateway.yml", "preflight.yml",
@@ -447,7 +448,7 @@ def test_every_changing_play_releases_the_lock_whatever_happens(playbook):
 def test_audit_holds_the_lock_shared_for_its_whole_run():
     (play,) = load("playbooks", "preflight.yml")
     assert rollout_of(play) == ("audit", ["iommu_preflight", "nvidia_driver:verify"])
-    assert stage_steps("audit") == ["rollout:begin(audit)", "rollout:steps", "sglang_server:probe", "fail",
+    assert stage_steps("audit") == ["rollout:budgets", "rollout:begin(audit)", "rollout:steps", "sglang_server:probe", "fail",
                                     "rollout:end"]
 
 

@@ -289,11 +289,27 @@ def test_missing_names_take_the_role_defaults():
     assert lease("rollback", {"sglang_server_ready_timeout": 100}) == lease("rollback", {}) - 900 + 100
 
 
-def test_the_role_passes_every_input():
-    """roles/rollout/vars/main.yml collects the variables by the names the rules read."""
-    names = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_lease_inputs"]
-    assert tuple(names) == INPUTS
+def test_each_role_owns_its_budget():
+    """No scan of the play's variables: the rollout passes its own settings (roles/rollout/vars/main.yml) and each role
+    publishes the ones it owns (its entry point budget, ROLE_budget), together exactly the names the rules read."""
+    variables = load("roles", "rollout", "vars", "main.yml")
+    given = set(variables["__sglang_rollout_budget"])
+    for fqcn in variables["__sglang_rollout_budget_roles"]:
+        role = fqcn.split(".")[-1]
+        (task,) = load("roles", role, "tasks", "budget.yml")
+        budget = task["ansible.builtin.set_fact"][role + "_budget"]
+        assert all(name.startswith(role + "_") for name in budget), "a role publishes only its own settings"
+        assert all(value == "{{ %s }}" % name for name, value in budget.items())
+        assert not given & set(budget)
+        given |= set(budget)
+        assert role + "_budget" in variables["__sglang_rollout_lease_settings"]
+        spec = load("roles", role, "meta", "argument_specs.yml")["argument_specs"]["budget"]["options"]
+        assert set(spec) == set(budget), "the budget entry point's argument spec names what it publishes"
+    assert given == set(INPUTS)
     assert "sglang_prewarm_timeout" in INPUTS, "the pre-warm's bound (drain.yml's task timeout)"
+    for path in ("vars/main.yml", "tasks/begin.yml", "tasks/renew.yml"):
+        with open(os.path.join(ROOT, "roles", "rollout", path)) as handle:
+            assert "varnames" not in handle.read()
 
 
 @pytest.mark.parametrize("phase, settings, gateways, message", [

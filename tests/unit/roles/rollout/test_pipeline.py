@@ -171,3 +171,18 @@ def test_the_audit_holds_the_lock_shared(work):
     (lock,) = _journal(work, ".locks")
     assert lock["mode"] == "shared" and [h["lease"] for h in lock["holders"]] == [phase_lease("audit", SETTINGS)]
     assert _holders(work) == []
+
+
+def test_the_lease_follows_the_budget_a_step_role_publishes(work):
+    """Each role owns its time budget: before the lock, the steps' roles publish theirs (entry point budget), so an
+    inventory's longer readiness wait lengthens the lease the lock is taken with (the rollback's: stop + ready)."""
+    steps = [{"role": "llmserve.sglang.sglang_server", "entry": "budget"},
+             {"role": "recorder", "vars": {"recorder_name": "after"}}]
+    for ready in (900, 5000):
+        (work / "journal.locks").unlink(missing_ok=True)
+        rc, out = _run(work, "rollback", steps, extra={"sglang_server_ready_timeout": ready})
+        assert rc == 0, out
+        (lock,) = _journal(work, ".locks")
+        expected = phase_lease("rollback", dict(SETTINGS, sglang_server_ready_timeout=ready))
+        assert [h["lease"] for h in lock["holders"]] == [expected]
+    assert expected == phase_lease("rollback", SETTINGS) + 5000 - 900
