@@ -41,12 +41,13 @@ RUN = $(DEVENV); TREE=$$(dev_tree); export PATH="$(VENV)/bin:$$PATH" ANSIBLE_COL
       MOLECULE_GLOB='molecule/*/molecule.yml' ANSIBLE_INJECT_FACT_VARS=false ANSIBLE_PIPELINING=true ANSIBLE_FORCE_COLOR=0 \
       PY_COLORS=0 NO_COLOR=1 ANSIBLE_NOCOLOR=1;
 
-.PHONY: check machine-check test-lint-sanity test-hosts-compat-sanity compat-sanity compat-unit fixtures engine-assets big-model gateway-assets model-assets wheelhouse-standin help venv hosts lint sanity unit rules-test compat functional build-check molecule test demo bench gpu-check clean
+.PHONY: check validation-messages machine-check test-lint-sanity test-hosts-compat-sanity compat-sanity compat-unit fixtures engine-assets big-model gateway-assets model-assets wheelhouse-standin help venv hosts lint sanity unit rules-test compat functional build-check molecule test demo bench gpu-check clean
 
 help:
 	@echo "make check   - first run this: yamllint, ansible-lint and the unit tests, as any user, in a venv in the checkout (.venv)"
 	@echo "make test    - every test: yamllint, ansible-lint, ansible-test sanity, pytest (unit tests and sanity on 2.20 too), build check, molecule"
 	@echo "make compat  - ansible-test sanity and the unit tests on the oldest supported ansible-core (2.20)"
+	@echo "make validation-messages - every validation message for a corpus of bad inputs vs docs/validation-messages.md (issue 47)"
 	@echo "make rules-test - the sglang_monitoring role's Prometheus rules: promtool check rules and promtool test rules (tests/prometheus)"
 	@echo "make demo    - run site.yml against the local demo test hosts (inventories/demo)"
 	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), site.yml no-change one host vs two (demo hosts), model download role vs curl and no-change cost, rolling restart through the gateway (fleet)"
@@ -91,6 +92,14 @@ PYTEST_WORKERS ?= 2
 unit: venv
 	@$(RUN) echo "== pytest tests/unit ($$(ansible --version | sed -n 1p))"; \
 	  pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS) tests/unit
+
+# The validation messages (issue 47): every user-facing validation entry point fed its corpus of bad inputs (the
+# Python filters and model_check's check directly, the roles' YAML checks through one generated playbook per role on
+# localhost, check mode) and compared with the committed docs/validation-messages.md; exits 1 with a diff. After an
+# intended change of a message: python tools/validation_messages.py --write docs/validation-messages.md
+validation-messages: venv
+	@$(RUN) echo "== validation messages (docs/validation-messages.md)"; \
+	  python tools/validation_messages.py --check docs/validation-messages.md
 
 # The Prometheus rules of sglang_monitoring, rendered by the role itself with its defaults
 # (tests/prometheus/render_rules.yml; the role's template task has promtool check the file), then checked and
