@@ -634,25 +634,6 @@ def _model_cases():
     return cases
 
 
-def _model_check_cases():
-    """The action plugin's check: model_config_problems + range_problems, joined into one message."""
-    from ansible_collections.llmserve.sglang.plugins.plugin_utils.model_config import model_config_problems
-    from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import range_problems
-
-    def message(cfg, ranges):
-        problems = model_config_problems(cfg) + range_problems(ranges)
-        if not problems:
-            return []
-        return ["%d problem(s) with the sglang_model variables: %s" % (len(problems), "; ".join(problems))]
-
-    bad_range = {"sglang_model_download_timeout": [0, 60, 86400]}
-    cfg = _merge(MODEL_GOOD, {"repo": "", "hub_version": "latest"})
-    return [
-        ("two-rules", "repo='', hub_version='latest'", lambda: message(cfg, {})),
-        ("range", _short(bad_range), lambda: message(dict(MODEL_GOOD), bad_range)),
-    ]
-
-
 # ----------------------------------------------------------------------------------- sglang_rollout_step_problems
 
 def _rollout_cases():
@@ -791,7 +772,6 @@ def cases():
         ("sglang_monitoring_problems", _monitoring_cases),
         ("sglang_node_group_check", _node_group_cases),
         ("sglang_model_validate", _model_cases),
-        ("model_check (action)", _model_check_cases),
         ("sglang_rollout_step_problems", _rollout_cases),
         ("sglang_device_problems", _device_cases),
         ("nvidia_driver_param_errors", _nvidia_cases),
@@ -806,7 +786,7 @@ def cases():
 # ------------------------------------------------------------------------------------------- role-level YAML cases
 
 
-# role (or role:label) -> (entry point (tasks_from), [(case id, variables)]). Each case runs in a block of its own in
+# role (or role:label) -> (entry point (tasks_from), [(case id, variables[, input text])]). Each case runs in a block of its own in
 # one generated playbook per role (localhost, connection local, check mode, no facts); its rescue records
 # ansible_failed_result.msg. Every case must fail in the validation entry point: nothing after it may run.
 ROLE_CASES = {
@@ -870,6 +850,19 @@ ROLE_CASES = {
         ("distribution-without-targets", {"sglang_monitoring_prometheus": "distribution",
                                           "sglang_monitoring_write_targets": False}),
     ]),
+    # the action plugin itself, as a task of its own: a broken rule fails on the controller before the host is
+    # contacted (the variables are model_check's arguments)
+    "action:model_check": ("model_check", [
+        ("two-rules", {"config": dict(MODEL_GOOD, repo="", hub_version="latest"), "ranges": {},
+                       "store": {"keep": 2}}, "config: repo='', hub_version='latest'"),
+        ("range", {"config": dict(MODEL_GOOD), "ranges": {"sglang_model_keep": [0, 1, 1000]}, "store": {"keep": 2}},
+         "ranges={'sglang_model_keep': [0, 1, 1000]}"),
+        ("ranges-rule-shape", {"config": dict(MODEL_GOOD), "ranges": {"sglang_model_keep": [0, 1]},
+                               "store": {"keep": 2}}, "ranges={'sglang_model_keep': [0, 1]}"),
+        ("config-not-dict", {"config": "x", "ranges": {}, "store": {}}, "config='x'"),
+        ("publish-not-bool", {"config": dict(MODEL_GOOD), "publish": "yes", "ranges": {}, "store": {}},
+         "publish='yes'"),
+    ]),
     "rollout": ("main", [
         ("steps-not-list", {"sglang_rollout_stage": "plan", "sglang_rollout_steps": "deploy"}),
         ("step-role-blank", {"sglang_rollout_stage": "plan", "sglang_rollout_steps": [{"role": "", "entry": "x"}]}),
@@ -884,11 +877,13 @@ ROLE_CASES = {
 
 def _role_playbook(role, entry, role_cases):
     plays = []
+    action = role == "action"
     tasks = [{"name": "Start with no results", "ansible.builtin.set_fact": {"__vm_results": {}}}]
-    for cid, variables in role_cases:
+    for cid, variables, *_text in role_cases:
         tasks.append({
             "name": "Case %s" % cid,
             "block": [
+                {"name": "Run %s" % entry, "llmserve.sglang.%s" % entry: variables} if action else
                 {"name": "Run %s" % entry, "ansible.builtin.include_role": {
                     "name": "llmserve.sglang.%s" % role, "tasks_from": entry}, "vars": variables},
                 {"name": "Record that it passed", "ansible.builtin.set_fact": {
@@ -938,7 +933,7 @@ def role_messages(roles=None):
             json.dump(INVENTORY, handle)
         for label in sorted(ROLE_CASES):
             role = label.split(":")[0]
-            if roles and role not in roles:
+            if roles and label not in roles and role not in roles:
                 continue
             entry, role_cases = ROLE_CASES[label]
             playbook = os.path.join(tmp, "%s.yml" % label.replace(":", "-"))
@@ -951,9 +946,10 @@ def role_messages(roles=None):
             if recorded is None:
                 raise SystemExit("ansible-playbook for %s failed (rc %d):\n%s\n%s"
                                  % (role, proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))
-            for cid, _variables in role_cases:
+            for cid, variables, *text in role_cases:
                 msg = recorded.get(cid, "(not run)")
-                results[("%s/tasks/%s.yml" % (role, entry), cid, _short_vars(_variables))] = _as_list(msg)
+                where = ("plugins/action/%s.py" % entry if role == "action" else "%s/tasks/%s.yml" % (role, entry))
+                results[(where, cid, text[0] if text else _short_vars(variables))] = _as_list(msg)
     return results
 
 
@@ -1086,7 +1082,7 @@ def main(argv=None):
         want = handle.read()
     have = render(results)
     if args.python_only:
-        # compare the Python rows only: the committed file's rows whose entry point has no "/tasks/"
+        # compare the rows of the Python entry points only (not those of the generated playbooks)
         want = _python_rows(want)
         have = _python_rows(have)
     if want == have:
@@ -1100,7 +1096,8 @@ def main(argv=None):
 
 
 def _python_rows(text):
-    return "".join(line for line in text.splitlines(True) if line.startswith("| ") and "/tasks/" not in line
+    return "".join(line for line in text.splitlines(True) if line.startswith("| ")
+                   and "/tasks/" not in line.split(" | ")[0] and not line.startswith("| plugins/action/")
                    and not line.startswith("| entry point") and not line.startswith("| ---"))
 
 
