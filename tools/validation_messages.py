@@ -759,6 +759,78 @@ def _preflight_cases():
     ]
 
 
+# -------------------------------------------------------------------------------------- sglang_monitoring_targets
+
+def _targets_cases():
+    from ansible_collections.llmserve.sglang.plugins.filter.sglang_monitoring import sglang_monitoring_targets
+
+    def cfg(hosts, groups, jobs=None):
+        return {"prometheus": {"name": "prom-01", "ansible_host": "10.0.9.1"},
+                "servers_group": "sglang_servers", "gateways_group": "sglang_gateways",
+                "jobs": jobs or {"sglang": "sglang", "gateway": "sglang_gateway", "node": "node"},
+                "groups": groups, "hosts": hosts}
+
+    def server(address, **extra):
+        return dict({"sglang_server_host": address, "sglang_server_metrics": True,
+                     "sglang_model_repo": "Qwen/Qwen3.5-122B-A10B", "sglang_model_revision": "a" * 40,
+                     "sglang_server_served_model_name": "qwen"}, **extra)
+
+    def case(cid, text, hosts, groups=None, jobs=None):
+        value = cfg(hosts, groups if groups is not None else {"sglang_servers": sorted(hosts)}, jobs)
+        return cid, text, lambda: list(sglang_monitoring_targets(value)["errors"])
+
+    return [
+        ("input-not-dict", "'x'", lambda: sglang_monitoring_targets("x")),
+        case("no-servers", "group sglang_servers empty", {}, {"sglang_servers": []}),
+        case("rank-0-missing", "multi-node group g with ranks 1, 2",
+             {"n1": server("10.0.0.1", sglang_server_node_group="g", sglang_server_node_rank=1),
+              "n2": server("10.0.0.2", sglang_server_node_group="g", sglang_server_node_rank=2)},
+             {"sglang_servers": ["n1", "n2"], "g": ["n1", "n2"]}),
+        case("metrics-off", "sglang_server_metrics=False", {"w1": server("10.0.0.1", sglang_server_metrics=False)}),
+        case("duplicate-target", "w1 and w2 at 10.0.0.1:30000",
+             {"w1": server("10.0.0.1"), "w2": server("0.0.0.0", ansible_host="10.0.0.1")}),
+        case("loopback", "server on 127.0.0.1, Prometheus elsewhere", {"w1": {"sglang_server_metrics": True}}),
+        case("jobs-equal", "gateway job = sglang job", {"w1": server("10.0.0.1")}, None,
+             {"sglang": "sglang", "gateway": "sglang", "node": "node"}),
+        case("host-not-ip", "sglang_server_host='gpu-node-01'", {"w1": server("gpu-node-01")}),
+        case("port-range", "sglang_server_port=70000", {"w1": server("10.0.0.1", sglang_server_port=70000)}),
+        case("metrics-not-bool", "sglang_server_metrics='maybe'",
+             {"w1": server("10.0.0.1", sglang_server_metrics="maybe")}),
+        case("ansible-host-bad", "ansible_host='bad host', node exporter on",
+             {"w1": server("10.0.0.1", ansible_host="bad host", sglang_monitoring_node_exporter=True)}),
+        case("rank-negative", "sglang_server_node_rank=-1",
+             {"w1": server("10.0.0.1", sglang_server_node_group="g", sglang_server_node_rank=-1)}),
+        case("served-name-control", "served_model_name='a\\nb'",
+             {"w1": server("10.0.0.1", sglang_server_served_model_name="a\nb")}),
+    ]
+
+
+# ------------------------------------------------------------------------------------ filters that raise on input
+
+def _raising_cases():
+    """Filters whose only messages are the errors they raise on a bad value (the task fails with that text)."""
+    from ansible_collections.llmserve.sglang.plugins.filter import nvidia, sglang, sglang_spec
+
+    return [
+        ("sglang_url_path", "relative", "'health'", lambda: sglang.sglang_url_path("health")),
+        ("sglang_url_path", "query", "'/health?x=1'", lambda: sglang.sglang_url_path("/health?x=1")),
+        ("sglang_unit_value", "text-control", "'a\\nb', 'text'", lambda: sglang.sglang_unit_value("a\nb", "text")),
+        ("sglang_unit_value", "path-relative", "'etc/x', 'path'", lambda: sglang.sglang_unit_value("etc/x", "path")),
+        ("sglang_unit_value", "kind-unknown", "'x', 'colour'", lambda: sglang.sglang_unit_value("x", "colour")),
+        ("sglang_base_url", "host-control", "host='10.0.0.1\\n'",
+         lambda: sglang.sglang_base_url({}, "10.0.0.1\n", 30000)),
+        ("sglang_spec_verdict", "on-low-choice", "on_low='panic'",
+         lambda: sglang_spec.sglang_spec_verdict({}, "auto", "panic")),
+        ("sglang_rollout_lease", "phase-unknown", "phase='forever'", lambda: sglang.sglang_rollout_lease("forever")),
+        ("sglang_node_group_plan", "one-node", "one node of group 'big'",
+         lambda: sglang.sglang_node_group_plan([_mn_node("n1", "10.0.0.1")], "big")),
+        ("nvidia_modprobe_options", "registry-value-bad", "registry={'DmaRemapPeerMmio': 'on'}",
+         lambda: nvidia.nvidia_modprobe_options({"DmaRemapPeerMmio": "on"})),
+        ("sglang_render", "invalid", "model_path unset, p2p='sometimes'",
+         lambda: sglang.sglang_render(_merge(SERVER_GOOD, {"model_path": _DEL, "p2p": "sometimes"}))),
+    ]
+
+
 def cases():
     """Every Python case: [(entry point, case id, input text, callable)]."""
     result = []
@@ -776,10 +848,12 @@ def cases():
         ("sglang_device_problems", _device_cases),
         ("nvidia_driver_param_errors", _nvidia_cases),
         ("iommu_preflight_evaluate", _preflight_cases),
+        ("sglang_monitoring_targets", _targets_cases),
     )
     for entry, make in groups:
         for case in make():
             result.append((entry,) + tuple(case))
+    result.extend(_raising_cases())
     return result
 
 
