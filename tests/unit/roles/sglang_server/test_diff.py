@@ -6,7 +6,8 @@
 ansible-playbook (localhost, no connection) runs the role's ``validate`` entry point, the task of state.yml that
 renders the deployment's files, and then the "Stage" task of configure.yml and the "Swap the staged files in" task
 of deploy.yml, read from the role, on files below a temporary directory (the live paths moved there with extra
-vars): once on a converged host with ``--check --diff``, once with ``--diff`` for real. The unit's ExecStart change must show, and neither the old nor the new API key or HF token.
+vars): once on a converged host with ``--check --diff``, once with ``--diff`` for real. The unit's ExecStart change
+must show, and neither the old nor the new API key or HF token.
 """
 
 from __future__ import annotations
