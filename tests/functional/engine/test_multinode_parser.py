@@ -7,8 +7,8 @@
 gpu-node-03, tensor parallel 8 = 2 x 4 GPUs). For each node the test does what ``roles/sglang_server/tasks/
 validate.yml`` does, with Ansible's own Templar and the task templates read from that file: the node's
 "Record this node's multi-node settings" dict, the group plan (``node_group_plan``, as the
-``sglang_node_group_plan`` filter), then the "Assemble the SGLang server configuration" dict with the node's
-plan, rendered by ``render_server_argv``. The role's ``files/sglang_parser_check.py`` then runs once per node
+``llmserve.sglang.server_config`` action), then the configuration that action builds from the role's variables
+(``server_config.build_config``) with the node's plan, rendered by ``render_server_argv``. The role's ``files/sglang_parser_check.py`` then runs once per node
 with the python of the CPU SGLang venv (``LLMSERVE_SGLANG_VENV``), and what argparse made of
 ``--nnodes``/``--node-rank``/``--dist-init-addr`` is compared with the plan.
 """
@@ -51,13 +51,17 @@ def _task(tasks, name):
 def _plan_and_cfgs():
     from ansible.template import Templar
 
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.server_config import (
+        OPTIONAL_VARIABLES,
+        VARIABLES,
+        build_config,
+    )
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_nodes import node_group_plan
 
     loader, base, tasks = load_example(VAR_FILES)
     hosts = loader.load_from_file(str(INVENTORY / "hosts.yml"))["all"]["children"]["sglang_servers"]["children"][GROUP]["hosts"]
     assert tuple(sorted(hosts)) == NODES
     record = _task(tasks, "Record this node's multi-node settings")["__sglang_server_node_vars"]
-    assemble = _task(tasks, "Assemble the SGLang server configuration")["__sglang_server_cfg"]
 
     variables = {}
     records = {}
@@ -70,8 +74,11 @@ def _plan_and_cfgs():
     plan = node_group_plan(records, GROUP)
     cfgs = {}
     for name in NODES:
-        templar = Templar(loader=loader, variables=dict(variables[name], __sglang_server_multinode=plan[name]))
-        cfgs[name] = templar.template(assemble)
+        # the variables as the action reads them (by name, templated for the host)
+        templar = Templar(loader=loader, variables=variables[name])
+        values = dict((var, templar.resolve_variable_expression(var)) for var in VARIABLES
+                      if var in variables[name] or var not in OPTIONAL_VARIABLES)
+        cfgs[name] = build_config(values, plan[name])
     return plan, cfgs
 
 

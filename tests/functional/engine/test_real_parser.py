@@ -5,9 +5,9 @@
 
 The command line is built the way the sglang_server role builds it: the role's defaults and vars, the
 example inventory's group_vars (its vault decrypted with the example vault password) and the
-gpu-node-01 host_vars are templated with Ansible's own Templar into the dict of the "Assemble the SGLang
-server configuration" task of ``roles/sglang_server/tasks/validate.yml`` (read from that file, so a change
-of the task is followed here), then ``render_server_argv`` renders it. The role's own
+gpu-node-01 host_vars are templated with Ansible's own Templar, each variable the ``llmserve.sglang.server_config``
+action reads (``server_config.VARIABLES``), into the configuration that action builds
+(``server_config.build_config``), then ``render_server_argv`` renders it. The role's own
 ``files/sglang_parser_check.py`` then runs with the python of the CPU SGLang venv
 (``LLMSERVE_SGLANG_VENV``, built by ``tools/engine/install_sglang_venv.sh`` / ``make engine-assets``).
 
@@ -49,16 +49,20 @@ VAR_FILES = (
 
 
 def _example_host_cfg():
-    """Return (cfg, api_key): the role's __sglang_server_cfg for gpu-node-01, templated by Ansible."""
+    """Return (cfg, api_key): the configuration llmserve.sglang.server_config builds for gpu-node-01, from the role's
+    variables templated by Ansible."""
     from ansible.template import Templar
 
-    loader, variables, tasks = load_example(VAR_FILES)
-    assemble = [t for t in tasks if t.get("name") == "Assemble the SGLang server configuration"]
-    assert len(assemble) == 1, "validate.yml no longer has the 'Assemble the SGLang server configuration' task"
-    template = assemble[0]["ansible.builtin.set_fact"]["__sglang_server_cfg"]
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.server_config import (
+        OPTIONAL_VARIABLES,
+        VARIABLES,
+        build_config,
+    )
 
+    loader, variables, _tasks = load_example(VAR_FILES)
     templar = Templar(loader=loader, variables=variables)
-    cfg = templar.template(template)
+    cfg = build_config(dict((name, templar.resolve_variable_expression(name)) for name in VARIABLES
+                            if name in variables or name not in OPTIONAL_VARIABLES))
     api_key = templar.template(variables["sglang_server_api_key"])
     return cfg, api_key
 

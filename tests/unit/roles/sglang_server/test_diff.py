@@ -3,10 +3,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """``--diff`` of a deployment whose speculative settings and keys changed: the role's own stage and swap tasks.
 
-ansible-playbook (localhost, no connection) runs the role's ``validate`` entry point and then the "Stage" task of
-configure.yml and the "Swap the staged files in" task of deploy.yml, read from the role, on files below a temporary
-directory (the live paths moved there with extra vars): once on a converged host with ``--check --diff``, once with
-``--diff`` for real. The unit's ExecStart change must show, and neither the old nor the new API key or HF token.
+ansible-playbook (localhost, no connection) runs the role's ``validate`` entry point, the task of state.yml that
+renders the deployment's files, and then the "Stage" task of configure.yml and the "Swap the staged files in" task
+of deploy.yml, read from the role, on files below a temporary directory (the live paths moved there with extra
+vars): once on a converged host with ``--check --diff``, once with ``--diff`` for real. The unit's ExecStart change
+must show, and neither the old nor the new API key or HF token.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def _play(root, variables, tasks):
                           "sglang_server_python": "/usr/bin/python3", "sglang_server_group": "nogroup"},
                          **variables),
             "tasks": [{"ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_server",
-                                                        "tasks_from": "validate", "public": True}}] + tasks}
+                                                        "tasks_from": "validate", "public": True}},
+                      # the files are rendered once, in state.yml, after the final render of the server
+                      _role_task("state.yml", "Render the deployment's files")] + tasks}
 
 
 def _run(root, name, play, *options):

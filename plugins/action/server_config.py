@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Action plugin for llmserve.sglang.server_config: the sglang_server role's variables to the rendered server, in one
+task on the controller (plugins/plugin_utils/server_config.py does the work).
+
+The role's variables are read here, by name, as the host sees them (``server_config.VARIABLES``: the
+``sglang_server_*`` variables and the few ``__sglang_server_*`` the role derives from them), so the role needs no
+copy of them in a set_fact and a variable reaches the unit in three steps: the inventory, this action, the template
+that reads its registered result. The multi-node group's records (``__sglang_server_group_nodes``, each node's
+``__sglang_server_node_vars``) are read only for a node of a multi-node server. Nothing on the host is read or
+changed; every broken rule fails the task at once.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import RangeSpecError
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.server_config import (
+    OPTIONAL_VARIABLES,
+    VARIABLES,
+    ServerConfigError,
+    server_config,
+)
+
+GROUP_NODES = "__sglang_server_group_nodes"
+
+
+class ActionModule(ActionBase):
+
+    _supports_check_mode = True
+    _supports_async = False
+    _VALID_ARGS = frozenset(("speculative_off", "variables"))
+
+    def _variable(self, name, task_vars, overrides):
+        if name in overrides:
+            return overrides[name]
+        if name not in task_vars:
+            if name in OPTIONAL_VARIABLES:
+                return None
+            raise AnsibleActionFail("server_config: the variable %s is not defined (run the action from the "
+                                    "llmserve.sglang.sglang_server role, or pass it in variables)" % name)
+        # templated as the host sees it, with the same engine as the task's arguments
+        return self._templar.resolve_variable_expression(name)
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        task_vars = task_vars or {}
+        speculative_off = self._task.args.get("speculative_off", False)
+        if not isinstance(speculative_off, bool):
+            raise AnsibleActionFail("server_config: speculative_off must be true or false, got %s"
+                                    % type(speculative_off).__name__)
+        overrides = self._task.args.get("variables") or {}
+        if not isinstance(overrides, dict):
+            raise AnsibleActionFail("server_config: variables must be a dict, got %s" % type(overrides).__name__)
+        variables = dict((name, self._variable(name, task_vars, overrides)) for name in VARIABLES)
+        nodes = {}
+        if variables.get("sglang_server_node_group"):
+            nodes = self._variable(GROUP_NODES, task_vars, overrides)
+        hostname = overrides.get("inventory_hostname", task_vars.get("inventory_hostname"))
+        try:
+            rendered = server_config(variables, nodes=nodes, hostname=hostname, speculative_off=speculative_off)
+        except ServerConfigError as exc:
+            # the message is the list of broken rules, as the role's assert showed it
+            result.update(failed=True, problems=exc.problems, msg=exc.problems)
+            return result
+        except (RangeSpecError, TypeError, ValueError) as exc:
+            raise AnsibleActionFail("server_config: %s" % exc)
+        result.update(rendered)
+        result["changed"] = False
+        # the --config file (API keys), the environment file (HF token) and the configuration carry secrets: the
+        # result is never shown, whatever the task says; a failure is (its messages never show a secret's value)
+        result["_ansible_no_log"] = True
+        return result

@@ -1,0 +1,239 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The server_config action plugin (llmserve.sglang.server_config) and its rules (plugin_utils/server_config.py).
+
+The rules in Python, one by one; then real ansible-playbook runs (localhost, no connection): the role's ``validate``
+entry point, which runs the action, beside the Jinja path it replaced (files/jinja_validate.yml: the set_fact copy,
+the assert, sglang_render and sglang_spec_off|sglang_render, as the role had them) for valid and invalid
+configurations. Both must give the same messages, the same command line and the same files' content.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import server_config as sc
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JINJA_PATH = os.path.join(HERE, "files", "jinja_validate.yml")
+
+BASE = {"sglang_server_model_path": "/models/m", "sglang_server_install": "none",
+        "sglang_server_python": "/usr/bin/python3", "sglang_server_api_key": "sk-diff-%key$\"x",
+        "sglang_server_hf_token": "hf_diff_token"}
+NEXTN = {"algorithm": "NEXTN", "num_steps": 3, "eagle_topk": 1, "num_draft_tokens": 4}
+CASES = {
+    "plain": {},
+    "speculative": {"sglang_server_speculative": NEXTN,
+                    "sglang_server_args": {"speculative_attention_mode": "decode", "dtype": "bfloat16"}},
+    "gpus_p2p_env": {"sglang_server_gpus": [0, 1], "sglang_server_tp_size": 2, "sglang_server_p2p": "off",
+                     "sglang_server_env": {"PCT": "100%", "DOLLAR": "a$b"}, "sglang_server_served_model_name": "m"},
+    "remarks": {"sglang_server_args": {"disable_radix_cache": True, "chunked_prefill_size": -1}},
+    # several rules at once: every message, in the same order
+    "many_problems": {"sglang_server_restart_sec": 5, "sglang_server_journal_lines": 10000000,
+                      "sglang_server_install": "wheelhouse", "sglang_server_cache_root": "/tmp/kernels",
+                      "sglang_server_speculative": {"algorithm": "MTP"}},
+    "state_in_home": {"sglang_server_state_dir": "/var/lib/sglang/state"},
+    "state_not_normalised": {"sglang_server_state_dir": "/var/lib//llmserve-state/"},
+    "relative_home": {"sglang_server_home": "var/lib/sglang"},
+    "cache_above_state": {"sglang_server_cache_root": "/var", "sglang_server_state_dir": "/var/lib/llmserve-x"},
+    "cache_in_config_dir": {"sglang_server_cache_root": "/etc/sglang/cache"},
+    "no_deps_without_lock": {"sglang_server_install": "pip", "sglang_server_pip_no_deps": True},
+    "none_without_python": {"sglang_server_python": ""},
+    "spec_check_settings": {"sglang_server_speculative_min_accept_length": "often",
+                            "sglang_server_speculative_check_prompts": []},
+    "control_character": {"sglang_server_env": {"FOO": "x\nExecStartPre=+/bin/true"},
+                          "sglang_server_api_key": "sk-\x85secret"},
+    "bad_account": {"sglang_server_user": "root"},
+    "tp_without_gpus": {"sglang_server_gpus": [0], "sglang_server_tp_size": 2},
+}
+KEYS = ("argv", "config", "env", "env_file", "p2p", "expected_server_info", "requested_backend")
+
+
+def _write(out, name, entry, expression):
+    return {"ansible.builtin.copy": {"content": "{{ %s | to_json }}" % expression, "mode": "0600",
+                                     "dest": os.path.join(out, name, entry + ".json")}}
+
+
+def _guarded(out, name, entry, tasks):
+    # the failure's message, or what the tasks rendered
+    return {"block": tasks, "rescue": [_write(out, name, entry + "_error", "ansible_failed_result.msg")]}
+
+
+def _play(name, overrides, out):
+    new = [{"ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_server", "tasks_from": "validate",
+                                             "public": True}},
+           _write(out, name, "new", "__sglang_server_rendered"),
+           {"llmserve.sglang.server_config": {"speculative_off": True}, "register": "__new_spec_off"},
+           _write(out, name, "new_spec_off", "__new_spec_off")]
+    old = [{"ansible.builtin.include_tasks": JINJA_PATH},
+           _write(out, name, "old", "__old_rendered"),
+           _write(out, name, "old_spec_off", "__old_rendered_spec_off")]
+    return {"name": name, "hosts": "localhost", "gather_facts": False, "vars": dict(BASE, **overrides),
+            "tasks": [{"ansible.builtin.file": {"path": os.path.join(out, name), "state": "directory", "mode": "0700"}},
+                      _guarded(out, name, "new", new), _guarded(out, name, "old", old)]}
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("server-config"))
+    playbook = os.path.join(out, "both.yml")
+    with open(playbook, "w", encoding="utf-8") as handle:
+        json.dump([_play(name, overrides, out) for name, overrides in CASES.items()], handle)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1", ANSIBLE_HOME=os.path.join(out, "home"),
+               ANSIBLE_ROLES_PATH=os.path.join(out, "roles"), ANSIBLE_CACHE_PLUGIN="memory")
+    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+                             "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable, playbook],
+                            capture_output=True, text=True, env=env, check=False, timeout=600)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    cases = {}
+    for name in CASES:
+        files = {}
+        for entry in ("new", "new_error", "new_spec_off", "old", "old_error", "old_spec_off"):
+            path = os.path.join(out, name, entry + ".json")
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as handle:
+                    files[entry] = json.load(handle)
+        cases[name] = files
+    cases["_stdout"] = result.stdout
+    return cases
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_action_agrees_with_the_jinja_rules_and_filters(both, name):
+    case = both[name]
+    if "old_error" in case:
+        # the same messages, in the same order; nothing rendered
+        assert "new_error" in case, case
+        assert case["new_error"] == case["old_error"]
+        assert isinstance(case["new_error"], list) and case["new_error"]
+        assert "new" not in case
+        return
+    assert "new_error" not in case, case["new_error"]
+    new, old = case["new"], case["old"]
+    for key in KEYS:
+        assert new[key] == old[key], key
+    assert new["remarks"] == old["warnings"]
+    assert new["speculative_off"] is False and new["multinode"] == {} and new["group_rank0"] == "localhost"
+    assert new["node"] == {"group": "", "rank": 0, "nnodes": 1}
+    # the host keeps speculation off: the same as sglang_spec_off | sglang_render
+    for key in KEYS:
+        assert case["new_spec_off"][key] == case["old_spec_off"][key], key
+    assert case["new_spec_off"]["speculative_off"] is True
+
+
+def test_the_cases_cover_both_outcomes(both):
+    assert sum(1 for name in CASES if "old_error" in both[name]) >= 8
+    assert sum(1 for name in CASES if "old" in both[name]) >= 4
+    spec = both["speculative"]
+    assert "--speculative-algorithm" in spec["new"]["argv"]
+    assert not any(token.startswith("--speculative") for token in spec["new_spec_off"]["argv"])
+    assert spec["new_spec_off"]["expected_server_info"] != spec["new"]["expected_server_info"]
+
+
+def test_many_problems_are_reported_at_once(both):
+    problems = both["many_problems"]["new_error"]
+    assert any(p.startswith("sglang_server_speculative.algorithm") for p in problems), problems
+    assert "sglang_server_restart_sec: must be an integer from 30 to 3600, got 5" in problems
+    assert "sglang_server_journal_lines: must be an integer from 0 to 10000, got 10000000" in problems
+    assert sc.MSG_INSTALL in problems
+    assert any(p.startswith("sglang_server_cache_root: /tmp/kernels") for p in problems), problems
+
+
+def test_secrets_are_not_shown(both):
+    # the action hides its result; the failure of a case shows the rule, never the key
+    assert "sk-diff-%key" not in both["_stdout"] and "hf_diff_token" not in both["_stdout"]
+    assert "\\x85secret" not in both["_stdout"] and "\x85secret" not in both["_stdout"]
+
+
+# ---- the rules that moved from validate.yml's Jinja into Python ----------------------------------------------------
+
+@pytest.mark.parametrize("install, wheelhouse, python, no_deps, requirements, broken", [
+    ("pip", "", "", False, "", False),
+    ("wheelhouse", "", "", False, "", True),
+    ("wheelhouse", "/srv/wheels", "", False, "", False),
+    ("none", "", "", False, "", True),
+    ("none", "", "/opt/sglang/bin/python", False, "", False),
+    ("pip", "", "", True, "", True),
+    ("pip", "", "", True, "/srv/lock.txt", False),
+])
+def test_install_rule(install, wheelhouse, python, no_deps, requirements, broken):
+    assert sc.install_problems(install, wheelhouse, python, no_deps, requirements) == ([sc.MSG_INSTALL] if broken else [])
+
+
+@pytest.mark.parametrize("state, home, config_dir, broken", [
+    ("/var/lib/llmserve-sglang", "/var/lib/sglang", "/etc/sglang", False),
+    ("var/lib/state", "/var/lib/sglang", "/etc/sglang", True),
+    ("/var/lib/state/", "/var/lib/sglang", "/etc/sglang", True),
+    ("/", "/var/lib/sglang", "/etc/sglang", True),
+    ("/var/lib/sglang/state", "/var/lib/sglang", "/etc/sglang", True),
+    ("/var/lib", "/var/lib/sglang", "/etc/sglang", True),
+    ("/etc/sglang/state", "/var/lib/sglang", "/etc/sglang", True),
+    ("/var/lib/state", "/", "/etc/sglang", True),
+    ("/var/lib/state", "home", "/etc/sglang", True),
+    # a sibling whose name starts like the home is not inside it
+    ("/var/lib/sglang-state", "/var/lib/sglang", "/etc/sglang", False),
+])
+def test_state_dir_rule(state, home, config_dir, broken):
+    assert sc.state_dir_problems(state, home, config_dir) == ([sc.MSG_STATE % (state, home)] if broken else [])
+
+
+@pytest.mark.parametrize("cache, broken", [
+    ("/var/cache/llmserve-sglang", False),
+    ("/var/cache/llmserve-sglang/", True),
+    ("cache", True),
+    ("/", True),
+    ("/var/lib/sglang/cache", True),
+    ("/etc/sglang/cache", True),
+    ("/var/lib/llmserve-sglang/cache", True),
+    ("/var/lib", True),
+    ("/var/lib/sglang-cache", False),
+])
+def test_cache_root_rule(cache, broken):
+    problems = sc.cache_root_problems(cache, "/var/lib/sglang", "/etc/sglang", "/var/lib/llmserve-sglang")
+    assert problems == ([sc.MSG_CACHE % cache] if broken else [])
+
+
+def test_every_config_key_comes_from_one_variable():
+    keys = [key for key, _name in sc.CONFIG_VARIABLES]
+    assert len(keys) == len(set(keys))
+    assert set(sc.VARIABLES) >= set(name for _key, name in sc.CONFIG_VARIABLES)
+    cfg = sc.build_config(dict((name, "") for name in sc.VARIABLES))
+    assert cfg["api_key"] is None and cfg["hf_token"] is None and cfg["served_model_name"] is None
+    assert all(cfg[key] is None for key in sc.MULTINODE_KEYS)
+
+
+def test_the_variables_exist_in_the_role():
+    role = os.path.join(HERE, "..", "..", "..", "..", "roles", "sglang_server")
+    names = set()
+    for part in ("defaults", "vars"):
+        with open(os.path.join(role, part, "main.yml"), encoding="utf-8") as handle:
+            names.update(yaml.safe_load(handle))
+    assert set(sc.VARIABLES) - set(sc.OPTIONAL_VARIABLES) <= names
+
+
+def test_a_bad_group_is_reported_with_the_other_rules(monkeypatch):
+    monkeypatch.setattr(sc, "node_group_problems", lambda nodes, group=None: ["sglang_server_node_group: bad group"])
+    monkeypatch.setattr(sc, "config_problems", lambda variables, cfg: ["other rule"] if cfg["nnodes"] is None else [])
+    with pytest.raises(sc.ServerConfigError) as caught:
+        sc.server_config({"sglang_server_node_group": "g"}, nodes={}, hostname="h")
+    assert caught.value.problems == ["sglang_server_node_group: bad group", "other rule"]
+
+
+def test_a_node_takes_its_place_from_the_group_plan(monkeypatch):
+    plan = {"a": {"nnodes": 2, "node_rank": 1, "dist_init_addr": "10.0.0.2:25000", "node_ifname": "eth1"},
+            "b": {"nnodes": 2, "node_rank": 0, "dist_init_addr": "10.0.0.2:25000", "node_ifname": "eth1"}}
+    monkeypatch.setattr(sc, "node_group_problems", lambda nodes, group=None: [])
+    monkeypatch.setattr(sc, "node_group_plan", lambda nodes, group=None: plan)
+    problems, multinode, rank0, node = sc.node_plan("g", {}, "a")
+    assert (problems, multinode, rank0) == ([], plan["a"], "b")
+    assert node == {"group": "g", "rank": 1, "nnodes": 2}
+    assert sc.build_config({}, multinode)["dist_init_addr"] == "10.0.0.2:25000"
