@@ -65,7 +65,6 @@ check and reported as a clear error when missing.
 
 from __future__ import annotations
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import blank
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import (
     DEPRECATED_FLAGS,
     FLAGS,

@@ -154,7 +154,7 @@ def _extra_config(rng, rate):
 def _args(rng, rate):
     args = {}
     theme = rng.choice(THEMES)
-    for _ in range(rng.choice((0, 1, 2, 3, 4, 5, 6, 8))):
+    for dummy in range(rng.choice((0, 1, 2, 3, 4, 5, 6, 8))):
         draw = rng.random()
         dest = rng.choice(theme) if draw < 0.75 else rng.choice(RULE_DESTS) if draw < 0.85 else rng.choice(ALL_DESTS)
         if dest == "model_loader_extra_config" and rng.random() < 0.8:
