@@ -35,6 +35,9 @@ of that name (``/lib/systemd/system``, ``/usr/lib/systemd/system``).
 ``unit_name``    the unit's name without ``.service``
 ``trust``        ``{variable: [path]}``: directories root runs code from (the host walks them: ``state['trust']``)
 
+The rules are plain functions ``rule(cfg, problems)`` on the rule engine (``rules``) over one ``ServiceSpec`` (the
+normalised ``spec`` and ``state``): ``STATIC_RULES`` always, ``HOST_RULES`` when there is a ``state``.
+
 Standard library only.
 """
 
@@ -43,6 +46,7 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rules import Problems, run_rules
 
 ACCOUNT_COMMENT = "llmserve.sglang service account"
 UNIT_MARKER = "Documentation=https://github.com/llmserve/sglang"
@@ -106,7 +110,10 @@ def directory_problem(path, system_only=False):
     return None
 
 
-class _Rules(object):
+class ServiceSpec(object):
+    """The normalised configuration the rules read: ``spec``, ``state`` (None without one), the prefix, the account
+    and group names and ``user_create`` (set by ``check_user_create``)."""
+
     def __init__(self, spec, state):
         if not isinstance(spec, dict):
             raise TypeError("spec must be a dict, got %s" % type(spec).__name__)
@@ -115,154 +122,171 @@ class _Rules(object):
         self.prefix = _text(spec.get("prefix")) or "sglang_server_"
         self.user = _text(spec.get("user"))
         self.group = _text(spec.get("group"))
-        self.errors = []
+        self.user_create = True
 
-    def err(self, key, rule):
-        self.errors.append("%s%s: %s" % (self.prefix, key, rule))
+    def var(self, key):
+        """The role variable of ``key`` (``user`` -> ``sglang_server_user``)."""
+        return self.prefix + key
 
-    def run(self):
-        user_create = as_bool(self.spec.get("user_create", True))
-        if user_create is None:
-            self.err("user_create", "must be true or false, got %r" % (self.spec.get("user_create"),))
-            user_create = True
-        self.user_create = user_create
-        self._static()
-        if self.state is not None:
-            self._account()
-            self._group()
-            self._unit()
-            self._trust()
-        return self.errors
+    def named(self, variable):
+        """A variable of a ``spec`` table as the messages name it: with the prefix (added where it lacks one)."""
+        return self.prefix + (variable[len(self.prefix):] if variable.startswith(self.prefix) else variable)
 
-    # -- what the variables alone decide ------------------------------------------------------------
 
-    def _static(self):
-        if self.user == "root":
-            self.err("user", "is root: the service would run with every privilege. Use an account of its own "
+# -- what the variables alone decide ----------------------------------------------------------------
+
+
+def check_user_create(cfg, problems):
+    user_create = as_bool(cfg.spec.get("user_create", True))
+    if user_create is None:
+        problems.add(cfg.var("user_create"), "must be true or false, got %r" % (cfg.spec.get("user_create"),))
+        user_create = True
+    cfg.user_create = user_create
+
+
+def check_service_account(cfg, problems):
+    if cfg.user == "root":
+        problems.add(cfg.var("user"), "is root: the service would run with every privilege. Use an account of its own "
                      "(the default creates one)")
-        deployers = set(_text(name) for name in self.spec.get("deploy_users") or [] if _text(name))
-        if self.user and self.user in deployers:
-            self.err("user", "is %s, the account the deployment logs in as: the service would run with its rights "
-                     "(sudo, SSH keys, other hosts). Use an account of its own" % self.user)
-        if self.group in PRIVILEGED_GROUPS:
-            self.err("group", "is %s, a privileged group (its members can read logs or secrets, write disks or "
-                     "become root): the service would hold those rights. Use a group of its own" % self.group)
-        for variable, path in sorted((self.spec.get("directories") or {}).items()):
-            problem = directory_problem(path)
-            if problem:
-                self.err(variable[len(self.prefix):] if variable.startswith(self.prefix) else variable,
-                         "%s %s; the role creates, chowns and re-modes this directory as root. Choose a directory of "
-                         "its own (such as the default)" % (_text(path), problem))
-        for variable, path in sorted((self.spec.get("venvs") or {}).items()):
-            problem = directory_problem(path, system_only=True)
-            if problem:
-                self.err(variable[len(self.prefix):] if variable.startswith(self.prefix) else variable,
-                         "%s %s; the role would create a virtualenv there as root. Choose a directory of its own "
-                         "(such as the default)" % (_text(path), problem))
+    deployers = set(_text(name) for name in cfg.spec.get("deploy_users") or [] if _text(name))
+    if cfg.user and cfg.user in deployers:
+        problems.add(cfg.var("user"), "is %s, the account the deployment logs in as: the service would run with its "
+                     "rights (sudo, SSH keys, other hosts). Use an account of its own" % cfg.user)
+    if cfg.group in PRIVILEGED_GROUPS:
+        problems.add(cfg.var("group"), "is %s, a privileged group (its members can read logs or secrets, write disks "
+                     "or become root): the service would hold those rights. Use a group of its own" % cfg.group)
 
-    # -- what the host decides ----------------------------------------------------------------------
 
-    def _accounts(self):
-        accounts = self.state.get("accounts") or {}
-        return (accounts.get("user") or {}, accounts.get("group") or {}, accounts.get("deployer") or {})
+def check_directories(cfg, problems):
+    for variable, path in sorted((cfg.spec.get("directories") or {}).items()):
+        problem = directory_problem(path)
+        if problem:
+            problems.add(cfg.named(variable), "%s %s; the role creates, chowns and re-modes this directory as root. "
+                         "Choose a directory of its own (such as the default)" % (_text(path), problem))
 
-    def _ours(self, user, group):
-        if user.get("comment") == ACCOUNT_COMMENT:
-            return True
-        # an account an earlier release made (no comment then)
-        uid = user.get("uid")
-        return (not user.get("comment") and user.get("shell") in NOLOGIN_SHELLS
-                and user.get("home") == self.spec.get("account_home")
-                and isinstance(uid, int) and 0 < uid <= SYSTEM_UID_MAX
-                and bool(group.get("exists")) and user.get("gid") == group.get("gid"))
 
-    def _account(self):
-        user, group, deployer = self._accounts()
-        if not user.get("exists"):
-            if not self.user_create:
-                self.err("user_create", "is false, but the account %s does not exist on this host: create it first, "
-                         "or let the role create it (true)" % self.user)
-            return
-        uid = user.get("uid")
-        if uid == 0:
-            self.err("user", "%s has uid 0 (root's): the service would run with every privilege" % self.user)
-            return
-        # the login uid counts only when it names an account here: in a container it is the outer host's
-        if (deployer.get("login_user") and uid == deployer.get("login_uid")) \
-                or self.user in (deployer.get("login_user"), deployer.get("sudo_user")):
-            self.err("user", "%s is the account the deployment logs in as on this host: the service would run with "
-                     "its rights (sudo, SSH keys, other hosts). Use an account of its own" % self.user)
-            return
-        privileged = sorted(set(user.get("groups") or []) & PRIVILEGED_GROUPS)
-        if user.get("primary_group") in PRIVILEGED_GROUPS or user.get("gid") == 0:
-            privileged.insert(0, user.get("primary_group") or "gid 0")
-        if privileged:
-            self.err("user", "%s belongs to the privileged group(s) %s: the service would hold their rights. Take "
-                     "the account out of them or use another" % (self.user, ", ".join(privileged)))
-        if self.user_create and not self._ours(user, group):
-            self.err("user", "the account %s already exists and was not created by this role (uid %s, home %s, shell "
-                     "%s, comment %r): the role would change its group, home and shell. Choose another name, or, "
-                     "when the account was made for this service on purpose, set %suser_create: false (the role then "
-                     "uses it as it is)" % (self.user, uid, user.get("home"), user.get("shell"),
-                                            user.get("comment") or "", self.prefix))
+def check_venvs(cfg, problems):
+    for variable, path in sorted((cfg.spec.get("venvs") or {}).items()):
+        problem = directory_problem(path, system_only=True)
+        if problem:
+            problems.add(cfg.named(variable), "%s %s; the role would create a virtualenv there as root. Choose a "
+                         "directory of its own (such as the default)" % (_text(path), problem))
 
-    def _group(self):
-        user, group, dummy = self._accounts()
-        if not group.get("exists"):
-            if not self.user_create:
-                self.err("group", "%s does not exist on this host, and %suser_create is false: create it first, or "
-                         "let the role create it" % (self.group, self.prefix))
-            return
-        if group.get("gid") == 0:
-            self.err("group", "%s has gid 0 (root's group)" % self.group)
-            return
-        others = sorted((set(group.get("members") or []) | set(group.get("primary_of") or [])) - set([self.user]))
-        if others:
-            self.err("group", "%s also holds the account(s) %s: they could read what the role makes readable to the "
-                     "service's group (its configuration with the API key, its TLS key). Use a group of the service's "
-                     "own" % (self.group, ", ".join(others[:10])))
 
-    def _unit(self):
-        name = _text(self.spec.get("unit_name"))
-        if not name:
-            return
-        own, vendor = unit_paths(name)
-        paths = self.state.get("paths") or {}
-        heads = self.state.get("heads") or {}
-        unit = self.state.get("unit") or {}
-        for path in vendor:
-            if (paths.get(path) or {}).get("exists"):
-                self.err("unit_name", "%s is the name of a unit a package installed (%s): the role's unit in %s would "
+# -- what the host decides ----------------------------------------------------------------------------
+
+
+def _accounts(cfg):
+    accounts = cfg.state.get("accounts") or {}
+    return (accounts.get("user") or {}, accounts.get("group") or {}, accounts.get("deployer") or {})
+
+
+def _ours(cfg, user, group):
+    if user.get("comment") == ACCOUNT_COMMENT:
+        return True
+    # an account an earlier release made (no comment then)
+    uid = user.get("uid")
+    return (not user.get("comment") and user.get("shell") in NOLOGIN_SHELLS
+            and user.get("home") == cfg.spec.get("account_home")
+            and isinstance(uid, int) and 0 < uid <= SYSTEM_UID_MAX
+            and bool(group.get("exists")) and user.get("gid") == group.get("gid"))
+
+
+def check_account(cfg, problems):
+    user, group, deployer = _accounts(cfg)
+    if not user.get("exists"):
+        if not cfg.user_create:
+            problems.add(cfg.var("user_create"), "is false, but the account %s does not exist on this host: create "
+                         "it first, or let the role create it (true)" % cfg.user)
+        return
+    uid = user.get("uid")
+    if uid == 0:
+        problems.add(cfg.var("user"), "%s has uid 0 (root's): the service would run with every privilege" % cfg.user)
+        return
+    # the login uid counts only when it names an account here: in a container it is the outer host's
+    if (deployer.get("login_user") and uid == deployer.get("login_uid")) \
+            or cfg.user in (deployer.get("login_user"), deployer.get("sudo_user")):
+        problems.add(cfg.var("user"), "%s is the account the deployment logs in as on this host: the service would "
+                     "run with its rights (sudo, SSH keys, other hosts). Use an account of its own" % cfg.user)
+        return
+    privileged = sorted(set(user.get("groups") or []) & PRIVILEGED_GROUPS)
+    if user.get("primary_group") in PRIVILEGED_GROUPS or user.get("gid") == 0:
+        privileged.insert(0, user.get("primary_group") or "gid 0")
+    if privileged:
+        problems.add(cfg.var("user"), "%s belongs to the privileged group(s) %s: the service would hold their rights. "
+                     "Take the account out of them or use another" % (cfg.user, ", ".join(privileged)))
+    if cfg.user_create and not _ours(cfg, user, group):
+        problems.add(cfg.var("user"), "the account %s already exists and was not created by this role (uid %s, home "
+                     "%s, shell %s, comment %r): the role would change its group, home and shell. Choose another "
+                     "name, or, when the account was made for this service on purpose, set %suser_create: false (the "
+                     "role then uses it as it is)" % (cfg.user, uid, user.get("home"), user.get("shell"),
+                                                      user.get("comment") or "", cfg.prefix))
+
+
+def check_group(cfg, problems):
+    dummy, group, dummy = _accounts(cfg)
+    if not group.get("exists"):
+        if not cfg.user_create:
+            problems.add(cfg.var("group"), "%s does not exist on this host, and %suser_create is false: create it "
+                         "first, or let the role create it" % (cfg.group, cfg.prefix))
+        return
+    if group.get("gid") == 0:
+        problems.add(cfg.var("group"), "%s has gid 0 (root's group)" % cfg.group)
+        return
+    others = sorted((set(group.get("members") or []) | set(group.get("primary_of") or [])) - set([cfg.user]))
+    if others:
+        problems.add(cfg.var("group"), "%s also holds the account(s) %s: they could read what the role makes readable "
+                     "to the service's group (its configuration with the API key, its TLS key). Use a group of the "
+                     "service's own" % (cfg.group, ", ".join(others[:10])))
+
+
+def check_unit(cfg, problems):
+    name = _text(cfg.spec.get("unit_name"))
+    if not name:
+        return
+    own, vendor = unit_paths(name)
+    paths = cfg.state.get("paths") or {}
+    heads = cfg.state.get("heads") or {}
+    unit = cfg.state.get("unit") or {}
+    variable = cfg.var("unit_name")
+    for path in vendor:
+        if (paths.get(path) or {}).get("exists"):
+            problems.add(variable, "%s is the name of a unit a package installed (%s): the role's unit in %s would "
                          "replace it. Choose another name" % (name, path, OWN_UNIT_DIR))
-                return
-        found = paths.get(own) or {}
-        if found.get("exists"):
-            if found.get("type") != "file":
-                self.err("unit_name", "%s is a %s, not a unit file this role wrote (an alias or a masked unit): "
-                         "choose another name" % (own, found.get("type")))
-                return
-            if UNIT_MARKER not in (heads.get(own) or ""):
-                self.err("unit_name", "%s exists and was not written by this role (it lacks the line %s): the role "
+            return
+    found = paths.get(own) or {}
+    if found.get("exists"):
+        if found.get("type") != "file":
+            problems.add(variable, "%s is a %s, not a unit file this role wrote (an alias or a masked unit): choose "
+                         "another name" % (own, found.get("type")))
+            return
+        if UNIT_MARKER not in (heads.get(own) or ""):
+            problems.add(variable, "%s exists and was not written by this role (it lacks the line %s): the role "
                          "would replace it. Choose another name" % (own, UNIT_MARKER))
-                return
-        load = unit.get("LoadState") or ""
-        if load and load != "not-found":
-            fragment = unit.get("FragmentPath") or ""
-            unit_id = unit.get("Id") or ""
-            if fragment != own or (unit_id and unit_id != name + ".service"):
-                self.err("unit_name", "systemd already knows %s.service as %s (%s): it is not a unit this role wrote. "
+            return
+    load = unit.get("LoadState") or ""
+    if load and load != "not-found":
+        fragment = unit.get("FragmentPath") or ""
+        unit_id = unit.get("Id") or ""
+        if fragment != own or (unit_id and unit_id != name + ".service"):
+            problems.add(variable, "systemd already knows %s.service as %s (%s): it is not a unit this role wrote. "
                          "Choose another name" % (name, unit_id or "?", fragment or "no unit file"))
 
-    def _trust(self):
-        walked = self.state.get("trust") or {}
-        for variable, paths in sorted((self.spec.get("trust") or {}).items()):
-            for path in paths or []:
-                for problem in walked.get(path) or []:
-                    self.err(variable[len(self.prefix):] if variable.startswith(self.prefix) else variable,
-                             "%s must be a directory owned by root and writable by root only (found: %s). Root "
-                             "installs or runs the Python below %s, so whoever can change it could run code as root. "
-                             "Fix the ownership and mode, or choose another %s"
+
+def check_trust(cfg, problems):
+    walked = cfg.state.get("trust") or {}
+    for variable, paths in sorted((cfg.spec.get("trust") or {}).items()):
+        for path in paths or []:
+            for problem in walked.get(path) or []:
+                problems.add(cfg.named(variable), "%s must be a directory owned by root and writable by root only "
+                             "(found: %s). Root installs or runs the Python below %s, so whoever can change it could "
+                             "run code as root. Fix the ownership and mode, or choose another %s"
                              % (problem.get("path"), problem.get("found"), path, variable))
+
+
+# The rules in the order they report.
+STATIC_RULES = (check_user_create, check_service_account, check_directories, check_venvs)
+HOST_RULES = (check_account, check_group, check_unit, check_trust)
 
 
 def service_problems(spec, state=None):
@@ -270,4 +294,9 @@ def service_problems(spec, state=None):
 
     Without ``state`` only the rules the variables decide; with ``state`` (a deploy_state read) the host's too.
     """
-    return _Rules(spec, state).run()
+    cfg = ServiceSpec(spec, state)
+    problems = Problems()
+    run_rules(STATIC_RULES, cfg, problems)
+    if cfg.state is not None:
+        run_rules(HOST_RULES, cfg, problems)
+    return problems.errors

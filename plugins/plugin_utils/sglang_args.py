@@ -46,13 +46,18 @@ Public functions:
 
 ``expected_server_info``, ``url_path_problem``, ``serves_tls`` and ``probe_base_url`` are there too.
 
-The rules live in one module per family, each holding a part of the one-pass ``_Config`` (a mixin class):
-``sglang_args_server`` (model, cache, address, authentication), ``sglang_args_parallel`` (GPUs, parallelism,
+The checks run on the rule engine (``rules``): ``_analyse`` builds one normalised configuration
+(``sglang_args_common.ServerConfig``: the raw variables, and what the rules normalised so far) and one ``Problems``
+collector, then runs two ordered lists of plain rule functions ``rule(cfg, problems)``: ``SINGLE_RULES`` (each
+variable on its own; each stores its normalised values on ``cfg``) and, only when those found no error,
+``CROSS_RULES`` (rules across variables); the deprecation warnings come last. The functions live in one module per
+area: ``sglang_args_server`` (model, cache, address, authentication), ``sglang_args_parallel`` (GPUs, parallelism,
 multi-node), ``sglang_args_speculative``, ``sglang_args_values`` (the values of ``args`` against the flag table),
 ``sglang_args_loader`` (how the weights are loaded: the loader's extra config, the checkpoint prefetch, the startup
 overlap), ``sglang_args_service`` (environment, P2P, metrics, unit, probe) and ``sglang_args_common`` (what they
-share).
-Import from this module: it re-exports their public names.
+share: ``ServerConfig``, the flag ownership tables, ``no_control``/``path_ok``). The lists fix the order of the
+messages; a new rule is a function added to the list where its messages belong.
+Import from this module: it re-exports the public names of the area modules.
 
 Standard library only, except ``netaddr`` (controller side) which is imported lazily for the host
 check and reported as a clear error when missing.
@@ -60,7 +65,6 @@ check and reported as a clear error when missing.
 
 from __future__ import annotations
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import blank
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import (
     DEPRECATED_FLAGS,
     FLAGS,
@@ -78,16 +82,23 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common
     normalise_flag_name,
     option_for,
 )
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_loader import _LoaderRules
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_parallel import IFNAME_ENV, _ParallelRules
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_server import _ServerRules
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rules import Problems, run_rules
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import (
+    sglang_args_loader as loader,
+    sglang_args_parallel as parallel,
+    sglang_args_server as server,
+    sglang_args_service as service,
+    sglang_args_speculative as speculative,
+    sglang_args_values as values,
+)
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common import ServerConfig
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_parallel import IFNAME_ENV
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_service import (
     HF_TOKEN_ENV_NAMES,
     P2P_OFF_ENV,
     P2P_OFF_SWITCHES,
     REDACTION_HOOK_ENV,
     TLS_FLAGS,
-    _ServiceRules,
     probe_base_url,
     serves_tls,
     url_path_problem,
@@ -101,14 +112,12 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_specul
     MIXED_CHUNK_ALGORITHMS,
     REPORTED_ALGORITHMS,
     SPECULATIVE_ALGORITHMS,
-    _SpeculativeRules,
     expected_server_info,
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_values import (
     LOG_LEVELS,
     NON_NEGATIVE_INT_FLAGS,
     POSITIVE_INT_FLAGS,
-    _ValueRules,
 )
 
 # the names importers used when all of this was one module
@@ -123,112 +132,55 @@ __all__ = [
 ]
 
 
-class _Config(_ServerRules, _ParallelRules, _SpeculativeRules, _ValueRules, _LoaderRules, _ServiceRules):
-    """One pass over ``cfg``: collects errors/warnings and the normalised values."""
+# The checks of single values, in the order they run; each stores what it normalised on the ServerConfig.
+# (Later checks read earlier results: args before the loader's extra config, env before P2P, args before the probe.)
+SINGLE_RULES = (
+    server.check_model,          # model path, served name, --config path
+    server.check_network,        # host, port, allow_unauthenticated
+    parallel.check_parallel,     # tp_size, gpus
+    parallel.check_multinode,    # nnodes, node_rank, dist_init_addr, node_ifname
+    server.check_secrets,        # api_key, hf_token
+    speculative.check_speculative,
+    values.check_args,           # every flag of args against the flag table
+    loader.check_loader_config,  # model_loader_extra_config, key by key
+    service.check_metrics,
+    service.check_env,
+    service.check_p2p,
+    service.check_unit,
+    service.check_probe,
+)
 
-    def __init__(self, cfg, prefix):
-        self.prefix = prefix
-        self.errors = []
-        self.warnings = []
-        self.cfg = cfg if isinstance(cfg, dict) else {}
-        if not isinstance(cfg, dict):
-            self.errors.append("%s*: the server configuration must be a dict of role variables, got %s"
-                               % (prefix, _describe(cfg)))
-        self.top = {}       # role variable -> normalised value (None = unset)
-        self.spec = {}      # speculative key -> normalised value
-        self.args = {}      # dest -> normalised value (None/False dropped later)
-        self.arg_keys = {}  # dest -> key as the user wrote it
-        self.rendered = {}  # dest -> list of argv tokens after the option (None = bare switch)
-        self.options = {}   # name -> option, for flags the table does not know (other SGLang version)
-        version = self.cfg.get("version")
-        version = "" if blank(version) else str(version).strip()
-        # None: the table is the pinned release's (or no version was given), so it is the authority
-        self.other_version = version if version and version.split("+", maxsplit=1)[0] != SGLANG_VERSION else None
-        self.env = {}
-        self.p2p = "on"
-        self._run()
-
-    # -- helpers ---------------------------------------------------------------------------------------
-
-    def var(self, name):
-        return self.prefix + name
-
-    def arg_var(self, dest):
-        return "%sargs.%s" % (self.prefix, self.arg_keys.get(dest, dest))
-
-    def err(self, variable, rule, fix=None):
-        self.errors.append("%s: %s%s" % (variable, rule, "; " + fix if fix else ""))
-
-    def warn(self, variable, text):
-        self.warnings.append("%s: %s" % (variable, text))
-
-    def value(self, dest, default=None):
-        """Effective normalised value of a SGLang dest, from a dedicated variable or ``args``."""
-        if dest in MULTINODE_FLAGS:
-            got = self.top.get(dest)
-            return default if got is None else got
-        owner = DEDICATED_FLAGS.get(dest)
-        if owner is not None:
-            if owner.startswith("speculative."):
-                got = self.spec.get(owner.split(".", 1)[1])
-            else:
-                got = self.top.get(owner)
-            return default if got is None else got
-        got = self.args.get(dest)
-        return default if got is None else got
-
-    def where(self, dest):
-        if dest in MULTINODE_FLAGS:
-            return self.var(MULTINODE_FLAGS[dest])
-        owner = DEDICATED_FLAGS.get(dest)
-        if owner is not None:
-            return self.var(owner)
-        if dest in self.args:
-            return self.arg_var(dest)
-        return "%sargs.%s" % (self.prefix, dest)
-
-    # -- the checks, in order (each family's module has its own) ------------------------------------------
-
-    def _run(self):
-        self._check_model()
-        self._check_network()
-        self._check_parallel()
-        self._check_multinode()
-        self._check_secrets()
-        self._check_speculative()
-        self._check_args()
-        self._check_loader_config()
-        self._check_metrics()
-        self._check_env()
-        self._check_p2p()
-        self._check_unit()
-        self._check_probe()
-        if not self.errors:
-            self._check_cross_rules()
-
-    # -- rules across variables ------------------------------------------------------------------------
-
-    def _check_cross_rules(self):
-        self._rule_parallel()
-        self._rule_auth()
-        self._rule_scheduling()
-        self._rule_speculative()
-        self._rule_mamba()
-        self._rule_loader()
-        self._rule_ports()
-
-    # -- deprecations (warnings only) ------------------------------------------------------------------
-
-    def deprecation_warnings(self):
-        for dest in sorted(self.args):
-            if dest in DEPRECATED_FLAGS and self.args[dest] not in (None, False):
-                self.warn(self.arg_var(dest), DEPRECATED_FLAGS[dest])
+# The rules across variables: they run once every single value is valid, so that one typo does not cause a cascade.
+CROSS_RULES = (
+    parallel.rule_parallel,
+    server.rule_auth,
+    server.rule_scheduling,
+    speculative.rule_speculative,
+    server.rule_mamba,
+    loader.rule_loader,
+    parallel.rule_ports,
+)
 
 
-def _analyse(cfg, prefix):
-    config = _Config(cfg, prefix)
-    config.deprecation_warnings()
-    return config
+def deprecation_warnings(cfg, problems):
+    """Flags of ``args`` the table marks deprecated (warnings only)."""
+    for dest in sorted(cfg.args):
+        if dest in DEPRECATED_FLAGS and cfg.args[dest] not in (None, False):
+            problems.warn(cfg.arg_var(dest), DEPRECATED_FLAGS[dest])
+
+
+def _analyse(raw, prefix):
+    """One pass over the role's variables: the normalised ServerConfig and every problem and warning."""
+    problems = Problems()
+    if not isinstance(raw, dict):
+        problems.add("%s*" % prefix, "the server configuration must be a dict of role variables, got %s"
+                     % _describe(raw))
+    cfg = ServerConfig(raw, prefix)
+    run_rules(SINGLE_RULES, cfg, problems)
+    if not problems.errors:
+        run_rules(CROSS_RULES, cfg, problems)
+    deprecation_warnings(cfg, problems)
+    return cfg, problems
 
 
 def validate_server_config(cfg, prefix=DEFAULT_PREFIX):
@@ -239,12 +191,12 @@ def validate_server_config(cfg, prefix=DEFAULT_PREFIX):
     speculative parameter combinations, API key and host) run once every single value is valid, so that
     one typo does not cause a cascade of follow-up messages.
     """
-    return list(_analyse(cfg, prefix).errors)
+    return list(_analyse(cfg, prefix)[1].errors)
 
 
 def server_config_warnings(cfg, prefix=DEFAULT_PREFIX):
     """Return remarks about settings that are legal but probably not what was meant."""
-    return list(_analyse(cfg, prefix).warnings)
+    return list(_analyse(cfg, prefix)[1].warnings)
 
 
 def _append_option(argv, option, values):
@@ -285,9 +237,9 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
 
     Raises ``SGLangConfigError`` (a ``ValueError``) listing every problem when ``cfg`` does not validate.
     """
-    config = _analyse(cfg, prefix)
-    if config.errors:
-        raise SGLangConfigError(config.errors)
+    config, problems = _analyse(cfg, prefix)
+    if problems.errors:
+        raise SGLangConfigError(problems.errors)
 
     argv = []
     for name in ("model_path", "served_model_name", "host", "port", "tp_size"):
@@ -342,7 +294,7 @@ def render_server_argv(cfg, prefix=DEFAULT_PREFIX):
         "env": dict(sorted(env.items())),
         "env_file": env_file,
         "p2p": config.p2p,
-        "warnings": list(config.warnings),
+        "warnings": list(problems.warnings),
         # what the inventory asked for (None: left to SGLang), for the report next to what SGLang chose
         "requested_backend": {dest: config.value(dest) for dest in (
             "attention_backend", "prefill_attention_backend", "decode_attention_backend", "page_size")},

@@ -2,16 +2,19 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What every rule family of ``sglang_args`` shares: which role variable owns which SGLang flag, the error type
-and the small helpers that read and describe values. See ``sglang_args`` for the public entry points."""
+"""What every rule area of ``sglang_args`` shares: which role variable owns which SGLang flag, the error type, the
+normalised configuration the rules read and fill (``ServerConfig``) and the small helpers that read and describe
+values. See ``sglang_args`` for the public entry points and ``rules`` for the engine."""
 
 from __future__ import annotations
 
 import difflib
 import json
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import FLAGS
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int, blank
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rules import UNSET, as_float, describe
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import control_problem, path_problem
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import FLAGS, SGLANG_VERSION
 
 DEFAULT_PREFIX = "sglang_server_"
 
@@ -55,7 +58,7 @@ MANAGED_FLAGS = {
 # Secrets: never on the command line, written to the --config YAML (dash-form keys) instead.
 SECRET_FLAGS = ("api_key", "admin_api_key", "ssl_keyfile_password")
 
-_UNSET = object()
+_UNSET = UNSET
 
 # SGLang turns each --config key into '--key' followed by the value as a separate argument.
 _DASH_SECRET = ("must not start with '-' (value not shown): SGLang passes the --config file's values to its parser as "
@@ -94,30 +97,77 @@ def _as_int(value):
     return as_int(value, _UNSET)
 
 
-def _as_float(value):
-    if isinstance(value, bool):
-        return _UNSET
-    if isinstance(value, (int, float)):
-        return value
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return _UNSET
-    return _UNSET
-
-
-def _describe(value):
-    if isinstance(value, bool):
-        return "boolean %s" % ("true" if value else "false")
-    if isinstance(value, str):
-        return "%r" % (value,)
-    if isinstance(value, dict):
-        return "a dict"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    return "%s %r" % (type(value).__name__, value)
+_as_float = as_float
+_describe = describe
 
 
 def _json_text(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def no_control(cfg, problems, variable, text, secret=False):
+    """Control characters end a unit line (NUL, line breaks) or split a value; none is allowed."""
+    return problems.check(variable, control_problem(text, secret=secret), "remove it; values must be plain text")
+
+
+def path_ok(cfg, problems, variable, text):
+    """A path for the unit (``systemd_unit.path_problem``)."""
+    return problems.check(variable, path_problem(text))
+
+
+class ServerConfig(object):
+    """The normalised configuration the rules of ``sglang_args`` read and fill, one per check.
+
+    ``raw`` is the role's variables as given (``{}`` when they are not a dict); the rules store what they normalised
+    in ``top`` (role variable -> value, None = unset), ``spec`` (speculative key -> value), ``args`` (dest -> value),
+    ``arg_keys`` (dest -> key as written), ``rendered`` (dest -> argv tokens after the option, None = bare switch),
+    ``options`` (name -> option, for flags the table does not know), ``env``, ``p2p`` and ``loader_extra``.
+    """
+
+    def __init__(self, raw, prefix):
+        self.prefix = prefix
+        self.raw = raw if isinstance(raw, dict) else {}
+        self.top = {}
+        self.spec = {}
+        self.args = {}
+        self.arg_keys = {}
+        self.rendered = {}
+        self.options = {}
+        version = self.raw.get("version")
+        version = "" if blank(version) else str(version).strip()
+        # None: the table is the pinned release's (or no version was given), so it is the authority
+        self.other_version = version if version and version.split("+", maxsplit=1)[0] != SGLANG_VERSION else None
+        self.env = {}
+        self.p2p = "on"
+        self.loader_extra = {}
+
+    def var(self, name):
+        return self.prefix + name
+
+    def arg_var(self, dest):
+        return "%sargs.%s" % (self.prefix, self.arg_keys.get(dest, dest))
+
+    def value(self, dest, default=None):
+        """Effective normalised value of a SGLang dest, from a dedicated variable or ``args``."""
+        if dest in MULTINODE_FLAGS:
+            got = self.top.get(dest)
+            return default if got is None else got
+        owner = DEDICATED_FLAGS.get(dest)
+        if owner is not None:
+            if owner.startswith("speculative."):
+                got = self.spec.get(owner.split(".", 1)[1])
+            else:
+                got = self.top.get(owner)
+            return default if got is None else got
+        got = self.args.get(dest)
+        return default if got is None else got
+
+    def where(self, dest):
+        if dest in MULTINODE_FLAGS:
+            return self.var(MULTINODE_FLAGS[dest])
+        owner = DEDICATED_FLAGS.get(dest)
+        if owner is not None:
+            return self.var(owner)
+        if dest in self.args:
+            return self.arg_var(dest)
+        return "%sargs.%s" % (self.prefix, dest)

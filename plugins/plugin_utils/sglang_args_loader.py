@@ -82,135 +82,137 @@ def _no_constant(name):
     raise ValueError("%s is not JSON" % name)
 
 
-class _LoaderRules(object):
-    """The weight-loading checks; a part of ``sglang_args._Config``."""
+def _loader_problem(cfg, problems, variable, rule, fix):
+    """A rule read from 0.5.23's loader: an error for that version, a warning for another one."""
+    if cfg.other_version is None:
+        problems.add(variable, rule, fix)
+    else:
+        problems.warn(variable, "%s; %s (as SGLang %s's loader does it; the installed %s may differ)"
+                      % (rule, fix, SGLANG_VERSION, cfg.other_version))
 
-    def _loader_problem(self, variable, rule, fix):
-        """A rule read from 0.5.23's loader: an error for that version, a warning for another one."""
-        if self.other_version is None:
-            self.err(variable, rule, fix)
-        else:
-            self.warn(variable, "%s; %s (as SGLang %s's loader does it; the installed %s may differ)"
-                      % (rule, fix, SGLANG_VERSION, self.other_version))
 
-    def _loader_keys(self):
-        """The keys the default loader accepts for the configured load format, or None where another loader
-        reads the extra config (or SGLang picks one from the model path: object storage and remote URLs)."""
-        load_format = self.value("load_format", "auto")
-        model_path = self.top.get("model_path") or ""
-        if load_format == "auto" and "://" in model_path:
-            return None
-        return LOADER_KEYS.get(load_format)
+def _loader_keys(cfg):
+    """The keys the default loader accepts for the configured load format, or None where another loader
+    reads the extra config (or SGLang picks one from the model path: object storage and remote URLs)."""
+    load_format = cfg.value("load_format", "auto")
+    model_path = cfg.top.get("model_path") or ""
+    if load_format == "auto" and "://" in model_path:
+        return None
+    return LOADER_KEYS.get(load_format)
 
-    # -- the extra config, one value at a time -------------------------------------------------------------
+# -- the extra config, one value at a time -------------------------------------------------------------
 
-    def _check_loader_config(self):
-        self.loader_extra = {}
-        if self.args.get("model_loader_extra_config") is None:
-            return
-        variable = self.where("model_loader_extra_config")
-        try:
-            extra = json.loads(self.args["model_loader_extra_config"], parse_constant=_no_constant)
-        except ValueError as exc:
-            self.err(variable, "is JSON text that does not parse (%s)" % exc, _EXTRA_HINT)
-            return
-        if not isinstance(extra, dict):
-            self.err(variable, "must be a JSON object, SGLang's loaders read its keys; got %s" % _describe(extra),
+
+def check_loader_config(cfg, problems):
+    cfg.loader_extra = {}
+    if cfg.args.get("model_loader_extra_config") is None:
+        return
+    variable = cfg.where("model_loader_extra_config")
+    try:
+        extra = json.loads(cfg.args["model_loader_extra_config"], parse_constant=_no_constant)
+    except ValueError as exc:
+        problems.add(variable, "is JSON text that does not parse (%s)" % exc, _EXTRA_HINT)
+        return
+    if not isinstance(extra, dict):
+        problems.add(variable, "must be a JSON object, SGLang's loaders read its keys; got %s" % _describe(extra),
                      _EXTRA_HINT)
-            return
-        self.loader_extra = extra
-        load_format = self.value("load_format", "auto")
-        if load_format == "dummy" and extra:
-            self._loader_problem(variable, "must be empty with load_format dummy (SGLang refuses any extra config "
-                                 "for random weights)", "drop it")
-            return
-        keys = self._loader_keys()
-        if keys is None:
-            return
-        for key in sorted(extra):
-            where = "%s.%s" % (variable, key)
-            value = extra[key]
-            if key not in keys:
-                self._loader_problem(where, "is not read by the loader of load_format %s, which refuses keys other "
-                                     "than %s when the model loads%s" % (load_format, ", ".join(keys),
-                                                                         _suggest(key, keys)), "drop it")
-            elif key in ("enable_multithread_load", "enable_gds") and not isinstance(value, bool):
-                # SGLang tests the truth of enable_multithread_load: the text "false" would switch it on
-                self.err(where, "must be true or false, got %s" % _describe(value),
+        return
+    cfg.loader_extra = extra
+    load_format = cfg.value("load_format", "auto")
+    if load_format == "dummy" and extra:
+        _loader_problem(cfg, problems, variable, "must be empty with load_format dummy (SGLang refuses any extra config "
+                        "for random weights)", "drop it")
+        return
+    keys = _loader_keys(cfg)
+    if keys is None:
+        return
+    for key in sorted(extra):
+        where = "%s.%s" % (variable, key)
+        value = extra[key]
+        if key not in keys:
+            _loader_problem(cfg, problems, where, "is not read by the loader of load_format %s, which refuses keys other "
+                            "than %s when the model loads%s" % (load_format, ", ".join(keys),
+                                                                _suggest(key, keys)), "drop it")
+        elif key in ("enable_multithread_load", "enable_gds") and not isinstance(value, bool):
+            # SGLang tests the truth of enable_multithread_load: the text "false" would switch it on
+            problems.add(where, "must be true or false, got %s" % _describe(value),
                          "write %s: true or %s: false (YAML booleans, not text)" % (key, key))
-            elif key == "num_threads" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                self.err(where, "must be an integer >= 1 (the loading threads of each rank), got %s"
+        elif key == "num_threads" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            problems.add(where, "must be an integer >= 1 (the loading threads of each rank), got %s"
                          % _describe(value), "e.g. num_threads: 8, SGLang's default")
 
-    # -- the rules across settings -------------------------------------------------------------------------
+# -- the rules across settings -------------------------------------------------------------------------
 
-    def _rule_loader(self):
-        extra = self.loader_extra
-        extra_var = self.where("model_loader_extra_config")
-        load_format = self.value("load_format", "auto")
-        keys = self._loader_keys()
-        prefetch = self.value("weight_loader_prefetch_checkpoints", False)
-        prefetch_var = self.where("weight_loader_prefetch_checkpoints")
-        overlap = self.value("startup_weight_load_mode") == "overlap"
-        no_mmap = self.value("weight_loader_disable_mmap", False)
 
-        if keys is not None and extra.get("enable_multithread_load") is False and "num_threads" in extra:
-            self._loader_problem(extra_var + ".num_threads", "is only read by the multi-threaded loader, which "
-                                 "enable_multithread_load: false switches off",
-                                 "drop num_threads, or set enable_multithread_load: true")
-        if load_format == "fastsafetensors":
-            for key in THREAD_KEYS:
-                if key in extra:
-                    self._loader_problem("%s.%s" % (extra_var, key), "is not read with load_format fastsafetensors, "
-                                         "which loads through its own reader", "drop it")
-        if prefetch and load_format in NO_PREFETCH_FORMATS:
-            self._loader_problem(prefetch_var, "does nothing with load_format %s: only the safetensors loader over "
-                                 "mmap prefetches" % load_format, "use load_format auto or safetensors, or drop it")
-        elif prefetch and no_mmap:
-            self._loader_problem(prefetch_var, "does nothing with weight_loader_disable_mmap: true, the loader "
-                                 "only prefetches files it maps", "drop one of the two")
-        if self.args.get("weight_loader_prefetch_num_threads") is not None and not prefetch and not overlap:
-            self._loader_problem(self.where("weight_loader_prefetch_num_threads"), "is only used by the checkpoint "
-                                 "prefetch, which is off", "set weight_loader_prefetch_checkpoints: true, or drop it")
+def rule_loader(cfg, problems):
+    extra = cfg.loader_extra
+    extra_var = cfg.where("model_loader_extra_config")
+    load_format = cfg.value("load_format", "auto")
+    keys = _loader_keys(cfg)
+    prefetch = cfg.value("weight_loader_prefetch_checkpoints", False)
+    prefetch_var = cfg.where("weight_loader_prefetch_checkpoints")
+    overlap = cfg.value("startup_weight_load_mode") == "overlap"
+    no_mmap = cfg.value("weight_loader_disable_mmap", False)
 
-        staging = (prefetch and load_format not in NO_PREFETCH_FORMATS) or (overlap and load_format in OVERLAP_FORMATS)
-        if staging and not no_mmap and keys is not None and not set(THREAD_KEYS) & set(extra):
-            self._warn_single_thread(prefetch_var if prefetch else self.where("startup_weight_load_mode"), prefetch)
-        if overlap:
-            self._rule_overlap(load_format)
+    if keys is not None and extra.get("enable_multithread_load") is False and "num_threads" in extra:
+        _loader_problem(cfg, problems, extra_var + ".num_threads", "is only read by the multi-threaded loader, which "
+                        "enable_multithread_load: false switches off",
+                        "drop num_threads, or set enable_multithread_load: true")
+    if load_format == "fastsafetensors":
+        for key in THREAD_KEYS:
+            if key in extra:
+                _loader_problem(cfg, problems, "%s.%s" % (extra_var, key), "is not read with load_format fastsafetensors, "
+                                "which loads through its own reader", "drop it")
+    if prefetch and load_format in NO_PREFETCH_FORMATS:
+        _loader_problem(cfg, problems, prefetch_var, "does nothing with load_format %s: only the safetensors loader over "
+                        "mmap prefetches" % load_format, "use load_format auto or safetensors, or drop it")
+    elif prefetch and no_mmap:
+        _loader_problem(cfg, problems, prefetch_var, "does nothing with weight_loader_disable_mmap: true, the loader "
+                        "only prefetches files it maps", "drop one of the two")
+    if cfg.args.get("weight_loader_prefetch_num_threads") is not None and not prefetch and not overlap:
+        _loader_problem(cfg, problems, cfg.where("weight_loader_prefetch_num_threads"), "is only used by the checkpoint "
+                        "prefetch, which is off", "set weight_loader_prefetch_checkpoints: true, or drop it")
 
-    def _warn_single_thread(self, variable, prefetch):
-        """A warning, not an error: on shared storage the single thread is what SGLang means to do."""
-        when = "is on" if prefetch else "is overlap, which stages the checkpoint with the same prefetch"
-        self.warn(variable, "%s while %s names neither enable_multithread_load nor num_threads: SGLang %s then loads "
+    staging = (prefetch and load_format not in NO_PREFETCH_FORMATS) or (overlap and load_format in OVERLAP_FORMATS)
+    if staging and not no_mmap and keys is not None and not set(THREAD_KEYS) & set(extra):
+        _warn_single_thread(cfg, problems, prefetch_var if prefetch else cfg.where("startup_weight_load_mode"), prefetch)
+    if overlap:
+        _rule_overlap(cfg, problems, load_format)
+
+
+def _warn_single_thread(cfg, problems, variable, prefetch):
+    """A warning, not an error: on shared storage the single thread is what SGLang means to do."""
+    when = "is on" if prefetch else "is overlap, which stages the checkpoint with the same prefetch"
+    problems.warn(variable, "%s while %s names neither enable_multithread_load nor num_threads: SGLang %s then loads "
                   "the weights with one thread per rank%s and says so only in a debug log line (meant for network "
                   "storage, where the prefetch and the loading threads compete for reads); set "
                   "model_loader_extra_config: {enable_multithread_load: true} to keep the multi-threaded load (local "
                   "disk), or {enable_multithread_load: false} to choose the single thread"
-                  % (when, self.where("model_loader_extra_config"), SGLANG_VERSION,
+                  % (when, cfg.where("model_loader_extra_config"), SGLANG_VERSION,
                      "" if prefetch else " (if that prefetch still runs when the weights are committed)"))
 
-    def _rule_overlap(self, load_format):
-        variable = self.where("startup_weight_load_mode")
 
-        def refused(setting, reason):
-            self._loader_problem(variable, "overlap is refused by SGLang %s when the model loads: %s (%s)"
-                                 % (SGLANG_VERSION, reason, setting), _SERIAL_HINT)
+def _rule_overlap(cfg, problems, load_format):
+    variable = cfg.where("startup_weight_load_mode")
 
-        tp = self.value("tp_size", 1)
-        if tp not in (1, 2):
-            refused("tp_size %d" % tp, "only tensor parallel 1 or 2 is supported")
-        algorithm = self.spec.get("algorithm")
-        if algorithm is not None:
-            refused("%s.algorithm %s" % (self.var("speculative"), algorithm), "speculative decoding is not supported")
-        if load_format not in OVERLAP_FORMATS:
-            refused("load_format %s" % load_format, "the load format must be auto or safetensors")
-        for dest, reason in _OVERLAP_SWITCHES:
-            if self.value(dest):
-                refused(dest, reason)
-        for dest, reason in _OVERLAP_SIZES:
-            if self.value(dest, 1) != 1:
-                refused("%s %d" % (dest, self.value(dest)), reason)
-        for dest, reason in _OVERLAP_OFFLOADS:
-            if self.value(dest, 0) > 0:
-                refused("%s %d" % (dest, self.value(dest)), reason)
+    def refused(setting, reason):
+        _loader_problem(cfg, problems, variable, "overlap is refused by SGLang %s when the model loads: %s (%s)"
+                        % (SGLANG_VERSION, reason, setting), _SERIAL_HINT)
+
+    tp = cfg.value("tp_size", 1)
+    if tp not in (1, 2):
+        refused("tp_size %d" % tp, "only tensor parallel 1 or 2 is supported")
+    algorithm = cfg.spec.get("algorithm")
+    if algorithm is not None:
+        refused("%s.algorithm %s" % (cfg.var("speculative"), algorithm), "speculative decoding is not supported")
+    if load_format not in OVERLAP_FORMATS:
+        refused("load_format %s" % load_format, "the load format must be auto or safetensors")
+    for dest, reason in _OVERLAP_SWITCHES:
+        if cfg.value(dest):
+            refused(dest, reason)
+    for dest, reason in _OVERLAP_SIZES:
+        if cfg.value(dest, 1) != 1:
+            refused("%s %d" % (dest, cfg.value(dest)), reason)
+    for dest, reason in _OVERLAP_OFFLOADS:
+        if cfg.value(dest, 0) > 0:
+            refused("%s %d" % (dest, cfg.value(dest)), reason)

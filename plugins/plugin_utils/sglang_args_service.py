@@ -22,8 +22,10 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common
     _UNSET,
     _as_int,
     _describe,
+    no_control,
     normalise_flag_name,
     option_for,
+    path_ok,
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_parallel import IFNAME_ENV
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_cache import CACHE_ENV_NAMES
@@ -54,173 +56,176 @@ TLS_FLAGS = ("ssl_certfile", "ssl_keyfile")
 _URL_PATH = re.compile(r"/(?!/)(?:[A-Za-z0-9._~!$&'()*+,;=:/-]|%[0-9A-Fa-f]{2})*")
 
 
-class _ServiceRules(object):
-    """The environment, P2P, metrics, unit and probe checks; a part of ``sglang_args._Config``."""
+def check_metrics(cfg, problems):
+    """``metrics: true`` mounts SGLang's Prometheus endpoint (``--enable-metrics``); ``args`` may not say no."""
+    raw = cfg.raw.get("metrics")
+    if raw is None:
+        return
+    if not isinstance(raw, bool):
+        problems.add(cfg.var("metrics"), "must be a boolean, got %s" % _describe(raw),
+                     "write true to serve /metrics, false to leave it to %s" % cfg.var("args"))
+        return
+    if not raw:
+        return
+    if cfg.args.get("enable_metrics") is False:
+        problems.add(cfg.arg_var("enable_metrics"), "is false while %s is true" % cfg.var("metrics"),
+                     "remove %s: %s turns the endpoint on" % (cfg.arg_var("enable_metrics"), cfg.var("metrics")))
+        return
+    cfg.args["enable_metrics"] = True
+    cfg.rendered["enable_metrics"] = []
 
-    def _check_metrics(self):
-        """``metrics: true`` mounts SGLang's Prometheus endpoint (``--enable-metrics``); ``args`` may not say no."""
-        raw = self.cfg.get("metrics")
-        if raw is None:
-            return
-        if not isinstance(raw, bool):
-            self.err(self.var("metrics"), "must be a boolean, got %s" % _describe(raw),
-                     "write true to serve /metrics, false to leave it to %s" % self.var("args"))
-            return
-        if not raw:
-            return
-        if self.args.get("enable_metrics") is False:
-            self.err(self.arg_var("enable_metrics"), "is false while %s is true" % self.var("metrics"),
-                     "remove %s: %s turns the endpoint on" % (self.arg_var("enable_metrics"), self.var("metrics")))
-            return
-        self.args["enable_metrics"] = True
-        self.rendered["enable_metrics"] = []
+# -- env and p2p -----------------------------------------------------------------------------------
 
-    # -- env and p2p -----------------------------------------------------------------------------------
 
-    def _check_env(self):
-        # The role's own environment first; the user's env adds to it and wins, except for the names that
-        # would switch the log redaction hook off. Without base_env (older callers pass one merged dict)
-        # those names cannot be told apart from the role's own and are not refused.
-        base = self.cfg.get("base_env")
-        if base not in (None, {}):
-            self._env_entries(base, "__%sbase_env" % self.prefix, protect=False)
-        self._env_entries(self.cfg.get("env"), self.var("env"), protect="base_env" in self.cfg)
+def check_env(cfg, problems):
+    # The role's own environment first; the user's env adds to it and wins, except for the names that
+    # would switch the log redaction hook off. Without base_env (older callers pass one merged dict)
+    # those names cannot be told apart from the role's own and are not refused.
+    base = cfg.raw.get("base_env")
+    if base not in (None, {}):
+        _env_entries(cfg, problems, base, "__%sbase_env" % cfg.prefix, protect=False)
+    _env_entries(cfg, problems, cfg.raw.get("env"), cfg.var("env"), protect="base_env" in cfg.raw)
 
-    def _env_entries(self, env, label, protect):
-        if env is None or env == {}:
-            return
-        if not isinstance(env, dict):
-            self.err(label, "must be a dict of environment variable names to values, got %s" % _describe(env))
-            return
-        for name, raw in env.items():
-            variable = "%s.%s" % (label, printable(str(name)))
-            if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
-                self.err(variable, "is not a valid environment variable name",
+
+def _env_entries(cfg, problems, env, label, protect):
+    if env is None or env == {}:
+        return
+    if not isinstance(env, dict):
+        problems.add(label, "must be a dict of environment variable names to values, got %s" % _describe(env))
+        return
+    for name, raw in env.items():
+        variable = "%s.%s" % (label, printable(str(name)))
+        if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+            problems.add(variable, "is not a valid environment variable name",
                          "use letters, digits and '_' and do not start with a digit")
-                continue
-            if name in HF_TOKEN_ENV_NAMES:
-                self.err(variable, "would put the Hugging Face token into the unit file",
-                         "set %s instead (kept in a 0600 EnvironmentFile)" % self.var("hf_token"))
-                continue
-            if protect and name in REDACTION_HOOK_ENV:
-                self.err(variable, "is refused: it %s" % REDACTION_HOOK_ENV[name],
+            continue
+        if name in HF_TOKEN_ENV_NAMES:
+            problems.add(variable, "would put the Hugging Face token into the unit file",
+                         "set %s instead (kept in a 0600 EnvironmentFile)" % cfg.var("hf_token"))
+            continue
+        if protect and name in REDACTION_HOOK_ENV:
+            problems.add(variable, "is refused: it %s" % REDACTION_HOOK_ENV[name],
                          "remove it (the role sets %s itself)" % name if name != "PYTHONPATH" else
                          "remove it; install extra modules into the server's virtualenv (or a .pth file there) "
                          "instead")
-                continue
-            if protect and name in CACHE_ENV_NAMES:
-                self.err(variable, "is refused: the unit points every compile and JIT cache at its own directory "
+            continue
+        if protect and name in CACHE_ENV_NAMES:
+            problems.add(variable, "is refused: the unit points every compile and JIT cache at its own directory "
                                    "per SGLang version and architecture, and a value here would share kernels "
                                    "between versions",
-                         "remove it; set %s to move the caches" % self.var("cache_root"))
-                continue
-            if name in IFNAME_ENV and self.top.get("node_ifname"):
-                self.err(variable, "conflicts with %s, which sets %s" % (self.var("node_ifname"), " and ".join(IFNAME_ENV)),
-                         "remove it from %s and set %s instead" % (self.var("env"), self.var("node_ifname")))
-                continue
-            if name == "CUDA_VISIBLE_DEVICES" and self.top.get("gpus"):
-                self.err(variable, "conflicts with %s, which sets CUDA_VISIBLE_DEVICES" % self.var("gpus"),
-                         "remove it from %s" % self.var("env"))
-                continue
-            if isinstance(raw, bool):
-                text = "1" if raw else "0"
-            elif isinstance(raw, (str, int, float)):
-                text = str(raw)
-            else:
-                self.err(variable, "must be a string or a number, got %s" % _describe(raw))
-                continue
-            if self._no_control(variable, text):
-                self.env[name] = text
-
-    def _check_p2p(self):
-        raw = self.cfg.get("p2p", "auto")
-        variable = self.var("p2p")
-        if raw is None:
-            raw = "auto"
-        if isinstance(raw, bool):  # YAML 1.1 reads unquoted on/off as booleans
-            mode = "on" if raw else "off"
-        elif isinstance(raw, str) and raw.strip().lower() in ("auto", "on", "off"):
-            mode = raw.strip().lower()
+                         "remove it; set %s to move the caches" % cfg.var("cache_root"))
+            continue
+        if name in IFNAME_ENV and cfg.top.get("node_ifname"):
+            problems.add(variable, "conflicts with %s, which sets %s" % (cfg.var("node_ifname"), " and ".join(IFNAME_ENV)),
+                         "remove it from %s and set %s instead" % (cfg.var("env"), cfg.var("node_ifname")))
+            continue
+        if name == "CUDA_VISIBLE_DEVICES" and cfg.top.get("gpus"):
+            problems.add(variable, "conflicts with %s, which sets CUDA_VISIBLE_DEVICES" % cfg.var("gpus"),
+                         "remove it from %s" % cfg.var("env"))
+            continue
+        if isinstance(raw, bool):
+            text = "1" if raw else "0"
+        elif isinstance(raw, (str, int, float)):
+            text = str(raw)
         else:
-            self.err(variable, "must be auto, on or off, got %s" % _describe(raw),
+            problems.add(variable, "must be a string or a number, got %s" % _describe(raw))
+            continue
+        if no_control(cfg, problems, variable, text):
+            cfg.env[name] = text
+
+
+def check_p2p(cfg, problems):
+    raw = cfg.raw.get("p2p", "auto")
+    variable = cfg.var("p2p")
+    if raw is None:
+        raw = "auto"
+    if isinstance(raw, bool):  # YAML 1.1 reads unquoted on/off as booleans
+        mode = "on" if raw else "off"
+    elif isinstance(raw, str) and raw.strip().lower() in ("auto", "on", "off"):
+        mode = raw.strip().lower()
+    else:
+        problems.add(variable, "must be auto, on or off, got %s" % _describe(raw),
                      "use off on hosts where GPU peer-to-peer transfers do not work")
-            return
-        if mode == "auto":
-            ok = self.cfg.get("p2p_ok")
-            if ok is not None and not isinstance(ok, bool):
-                self.err(self.var("p2p_ok"), "must be a boolean or null (the IOMMU preflight result), got %s"
+        return
+    if mode == "auto":
+        ok = cfg.raw.get("p2p_ok")
+        if ok is not None and not isinstance(ok, bool):
+            problems.add(cfg.var("p2p_ok"), "must be a boolean or null (the IOMMU preflight result), got %s"
                          % _describe(ok))
-                return
-            mode = "off" if ok is False else "on"
-        self.p2p = mode
-        if mode != "off":
             return
-        for dest in P2P_OFF_SWITCHES:
-            if self.args.get(dest) is False:
-                self.err(self.arg_var(dest), "is false but %s is off, which needs %s" % (variable, option_for(dest)),
+        mode = "off" if ok is False else "on"
+    cfg.p2p = mode
+    if mode != "off":
+        return
+    for dest in P2P_OFF_SWITCHES:
+        if cfg.args.get(dest) is False:
+            problems.add(cfg.arg_var(dest), "is false but %s is off, which needs %s" % (variable, option_for(dest)),
                          "remove the key (the role adds the flag)")
-        for name, value in P2P_OFF_ENV.items():
-            if name in self.env and self.env[name] != value:
-                self.err("%senv.%s" % (self.prefix, name), "is %r but %s is off, which needs %s=%s"
-                         % (self.env[name], variable, name, value), "remove the key (the role sets it)")
+    for name, value in P2P_OFF_ENV.items():
+        if name in cfg.env and cfg.env[name] != value:
+            problems.add("%senv.%s" % (cfg.prefix, name), "is %r but %s is off, which needs %s=%s"
+                         % (cfg.env[name], variable, name, value), "remove the key (the role sets it)")
 
-    # -- unit and readiness probe (optional keys) --------------------------------------------------------
+# -- unit and readiness probe (optional keys) --------------------------------------------------------
 
-    def _given(self, name):
-        raw = self.cfg.get(name)
-        if blank(raw):
-            return None
-        if not isinstance(raw, str):
-            self.err(self.var(name), "must be a string, got %s" % _describe(raw))
-            return None
-        return raw
 
-    def _check_unit(self):
-        """The service settings that the unit file and the role's file names are built from."""
-        unit_name = self._given("unit_name")
-        if unit_name is not None and self._no_control(self.var("unit_name"), unit_name) \
-                and not UNIT_NAME.fullmatch(unit_name):
-            self.err(self.var("unit_name"), "must be a plain systemd unit name (letters, digits, '_', '.', ':' "
+def _given(cfg, problems, name):
+    raw = cfg.raw.get(name)
+    if blank(raw):
+        return None
+    if not isinstance(raw, str):
+        problems.add(cfg.var(name), "must be a string, got %s" % _describe(raw))
+        return None
+    return raw
+
+
+def check_unit(cfg, problems):
+    """The service settings that the unit file and the role's file names are built from."""
+    unit_name = _given(cfg, problems, "unit_name")
+    if unit_name is not None and no_control(cfg, problems, cfg.var("unit_name"), unit_name) \
+            and not UNIT_NAME.fullmatch(unit_name):
+        problems.add(cfg.var("unit_name"), "must be a plain systemd unit name (letters, digits, '_', '.', ':' "
                      "and '-'; no '/', '@' or '.service'), got %r" % unit_name, "e.g. sglang or sglang-qwen")
-        for name in ("user", "group"):
-            account = self._given(name)
-            if account is not None and self._no_control(self.var(name), account) \
-                    and not ACCOUNT_NAME.fullmatch(account):
-                self.err(self.var(name), "must be a user or group name (letters, digits, '_', '.' and '-', not "
+    for name in ("user", "group"):
+        account = _given(cfg, problems, name)
+        if account is not None and no_control(cfg, problems, cfg.var(name), account) \
+                and not ACCOUNT_NAME.fullmatch(account):
+            problems.add(cfg.var(name), "must be a user or group name (letters, digits, '_', '.' and '-', not "
                          "starting with a digit, '.' or '-', at most 32 characters), got %r" % account)
-        for name in ("home", "config_dir", "venv", "python"):
-            path = self._given(name)
-            if path is not None:
-                self._path_ok(self.var(name), path)
+    for name in ("home", "config_dir", "venv", "python"):
+        path = _given(cfg, problems, name)
+        if path is not None:
+            path_ok(cfg, problems, cfg.var(name), path)
 
-    def _check_probe(self):
-        """How the role probes readiness: a plain path on this server, over TLS when SGLang serves TLS."""
-        ready_path = self.cfg.get("ready_path")
-        if ready_path is not None:
-            problem = url_path_problem(ready_path)
-            if problem:
-                self.err(self.var("ready_path"), problem, "use a path such as /health")
-        ca_path = self._given("probe_ca_path")
-        if ca_path is not None:
-            self._path_ok(self.var("probe_ca_path"), ca_path)
-        validate = self.cfg.get("probe_validate_certs", True)
-        if validate is None:
-            validate = True
-        if not isinstance(validate, bool):
-            self.err(self.var("probe_validate_certs"), "must be a boolean, got %s" % _describe(validate))
-            validate = True
-        tls = [dest for dest in TLS_FLAGS if not blank(self.args.get(dest))]
-        if len(tls) == 1:
-            missing = [dest for dest in TLS_FLAGS if dest not in tls][0]
-            self.err(self.arg_var(tls[0]), "SGLang serves TLS only with both %s and %s"
+
+def check_probe(cfg, problems):
+    """How the role probes readiness: a plain path on this server, over TLS when SGLang serves TLS."""
+    ready_path = cfg.raw.get("ready_path")
+    if ready_path is not None:
+        problem = url_path_problem(ready_path)
+        if problem:
+            problems.add(cfg.var("ready_path"), problem, "use a path such as /health")
+    ca_path = _given(cfg, problems, "probe_ca_path")
+    if ca_path is not None:
+        path_ok(cfg, problems, cfg.var("probe_ca_path"), ca_path)
+    validate = cfg.raw.get("probe_validate_certs", True)
+    if validate is None:
+        validate = True
+    if not isinstance(validate, bool):
+        problems.add(cfg.var("probe_validate_certs"), "must be a boolean, got %s" % _describe(validate))
+        validate = True
+    tls = [dest for dest in TLS_FLAGS if not blank(cfg.args.get(dest))]
+    if len(tls) == 1:
+        missing = [dest for dest in TLS_FLAGS if dest not in tls][0]
+        problems.add(cfg.arg_var(tls[0]), "SGLang serves TLS only with both %s and %s"
                      % (option_for("ssl_certfile"), option_for("ssl_keyfile")),
-                     "set %s as well, or remove %s" % (self.arg_var(missing), self.arg_var(tls[0])))
-        if not tls:
-            if ca_path is not None:
-                self.warn(self.var("probe_ca_path"), "has no effect: SGLang serves plain HTTP (no ssl_certfile "
-                          "in %s)" % self.var("args"))
-        elif not validate:
-            self.warn(self.var("probe_validate_certs"), "is false: the readiness probe sends the API key over "
+                     "set %s as well, or remove %s" % (cfg.arg_var(missing), cfg.arg_var(tls[0])))
+    if not tls:
+        if ca_path is not None:
+            problems.warn(cfg.var("probe_ca_path"), "has no effect: SGLang serves plain HTTP (no ssl_certfile "
+                          "in %s)" % cfg.var("args"))
+    elif not validate:
+        problems.warn(cfg.var("probe_validate_certs"), "is false: the readiness probe sends the API key over "
                       "TLS without checking the server's certificate (no safer than plain HTTP on this host)")
 
 
