@@ -45,6 +45,10 @@ SERVER_DEFAULT_PORT = 30000
 # What SGLang's help suggests for --dist-init-addr (``192.168.0.2:25000``); used when the port is unset.
 DEFAULT_DIST_INIT_PORT = 25000
 WILDCARDS = ("0.0.0.0", "::")
+# The host variables server_addresses reads.
+HOSTVARS = ("inventory_hostname", "sglang_server_host", "sglang_server_port", "sglang_server_metrics",
+            "sglang_server_args", "sglang_server_node_group", "sglang_server_dist_init_host",
+            "sglang_server_dist_init_port", "ansible_host", "ansible_facts")
 
 # a DNS host name (RFC 1123 labels, an optional final dot); monitoring_targets checks ansible_host with it too
 HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -391,18 +395,19 @@ def server_addresses(hostvars, name=None):
     (``default_ipv4``/``default_ipv6``). Returns::
 
         {"name": ..., "needs_facts": bool,
-         "api": {"bind", "wildcard", "address", "port", "scheme", "url", "probe_url", "source"},
+         "api": {"bind", "wildcard", "address", "port", "scheme", "url", "probe_url", "source", "needs_facts"},
          "metrics": {"enabled", "address", "port", "url", "probe_url"},
-         "rendezvous": None or {"host", "port", "address", "source"},
+         "rendezvous": None or {"host", "port", "address", "source", "needs_facts"},
          "problems": [...]}
 
     ``address`` is where other hosts reach the listener (the wildcard rule), ``probe_url`` where the host itself
     probes it (the probe rule), ``source`` the variable the address comes from (``sglang_server_host``,
     ``ansible_host``, ``ansible_facts.default_ipv4.address``/``default_ipv6``; ``inventory`` or
     ``sglang_server_dist_init_host`` for the rendezvous). A part that cannot be known is None and ``problems``
-    says why (each message starts with the variable). ``needs_facts``: the host binds a wildcard (or is a node
-    of a multi-node server without ``sglang_server_dist_init_host``), has no ``ansible_host`` and its default
-    address is not gathered: its network facts are to be read.
+    says why (each message starts with the variable). ``needs_facts`` (of the API: a wildcard bind without
+    ``ansible_host``; of the rendezvous: no ``sglang_server_dist_init_host`` and no ``ansible_host`` that is an IP
+    address; at the top: either) says the address is read from the host's network facts, whether or not they
+    are gathered yet.
     """
     if not isinstance(hostvars, dict):
         raise TypeError("hostvars must be a dict, got %s" % type(hostvars).__name__)
@@ -425,11 +430,11 @@ def server_addresses(hostvars, name=None):
     metrics = {"enabled": enabled, "address": address, "port": port,
                "url": url + "/metrics" if url and enabled else None,
                "probe_url": probe + "/metrics" if probe and enabled else None}
+    api["needs_facts"] = bool(bind is not None and bind.is_unspecified and blank(hostvars.get("ansible_host")))
     rendezvous = _rendezvous(name, hostvars, problems)
-    facts = fact_addresses(hostvars.get("ansible_facts"))
-    unnamed = blank(hostvars.get("ansible_host"))
-    needs_facts = unnamed and blank(facts["ipv4"]) and (
-        (bind is not None and bind.is_unspecified)
-        or (rendezvous is not None and blank(hostvars.get("sglang_server_dist_init_host"))))
-    return {"name": name, "needs_facts": bool(needs_facts), "api": api, "metrics": metrics,
-            "rendezvous": rendezvous, "problems": problems}
+    if rendezvous is not None:
+        rendezvous["needs_facts"] = blank(hostvars.get("sglang_server_dist_init_host")) and (
+            blank(hostvars.get("ansible_host")) or netaddr_ip(hostvars.get("ansible_host")) is None)
+    needs_facts = api["needs_facts"] or bool(rendezvous and rendezvous["needs_facts"])
+    return {"name": name, "needs_facts": needs_facts, "api": api, "metrics": metrics, "rendezvous": rendezvous,
+            "problems": problems}

@@ -141,7 +141,8 @@ def test_a_server_bound_to_one_address():
     assert found == {
         "name": "w1", "needs_facts": False, "problems": [], "rendezvous": None,
         "api": {"bind": "10.0.0.5", "wildcard": False, "address": "10.0.0.5", "port": 30001, "scheme": "http",
-                "url": "http://10.0.0.5:30001", "probe_url": "http://10.0.0.5:30001", "source": "sglang_server_host"},
+                "url": "http://10.0.0.5:30001", "probe_url": "http://10.0.0.5:30001", "source": "sglang_server_host",
+                "needs_facts": False},
         "metrics": {"enabled": True, "address": "10.0.0.5", "port": 30001, "url": "http://10.0.0.5:30001/metrics",
                     "probe_url": "http://10.0.0.5:30001/metrics"}}
 
@@ -161,7 +162,8 @@ def test_wildcard_v4_at_the_default_address_probed_on_loopback():
     assert found["api"]["url"] == "http://10.0.0.5:30000"
     assert found["api"]["probe_url"] == "http://127.0.0.1:30000"
     assert found["metrics"]["url"] == "http://10.0.0.5:30000/metrics"
-    assert not found["needs_facts"] and not found["problems"]
+    # read from the facts (gathered here)
+    assert found["needs_facts"] and not found["problems"]
 
 
 def test_wildcard_v6_prefers_the_default_ipv6():
@@ -173,6 +175,7 @@ def test_wildcard_v6_prefers_the_default_ipv6():
 def test_ansible_host_names_come_first():
     found = server(sglang_server_host="0.0.0.0", ansible_host="GPU-1.example.", ansible_facts=facts("10.0.0.5"))
     assert (found["api"]["address"], found["api"]["source"]) == ("gpu-1.example", "ansible_host")
+    assert found["needs_facts"] is False
     assert found["api"]["url"] == "http://gpu-1.example:30000"
 
 
@@ -198,14 +201,16 @@ def test_multi_node_rendezvous():
     found = server(sglang_server_host="0.0.0.0", sglang_server_node_group="mn", ansible_host="10.0.0.9",
                    ansible_facts=facts("10.0.0.5"))
     assert found["rendezvous"] == {"host": "10.0.0.9", "port": 25000, "address": "10.0.0.9:25000",
-                                   "source": "inventory"}
+                                   "source": "inventory", "needs_facts": False}
+    assert found["needs_facts"] is False
     # an ansible_host that is a name is not an address the nodes meet at: the default IPv4, else IPv6
     found = server(sglang_server_node_group="mn", ansible_host="gpu-1", ansible_facts=facts("", "fd00::5"))
     assert found["rendezvous"]["address"] == "[fd00::5]:25000"
+    assert found["rendezvous"]["needs_facts"] and found["needs_facts"] and not found["api"]["needs_facts"]
     found = server(sglang_server_node_group="mn", sglang_server_dist_init_host="10.1.0.1",
                    sglang_server_dist_init_port="26000")
     assert found["rendezvous"] == {"host": "10.1.0.1", "port": 26000, "address": "10.1.0.1:26000",
-                                   "source": "sglang_server_dist_init_host"}
+                                   "source": "sglang_server_dist_init_host", "needs_facts": False}
     assert not found["needs_facts"]
     found = server(sglang_server_node_group="mn")
     assert found["needs_facts"] and found["rendezvous"]["address"] is None
