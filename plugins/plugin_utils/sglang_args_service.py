@@ -19,8 +19,6 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit impor
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import SPELLINGS
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common import (
-    _UNSET,
-    _as_int,
     _describe,
     normalise_flag_name,
     option_for,
