@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that check and render an SGLang server configuration.
 
-The logic lives in ``plugin_utils/sglang_args.py`` and ``plugin_utils/systemd_unit.py``; this file only
+The logic lives in ``plugin_utils/sglang_args.py``, ``plugin_utils/addresses.py`` and ``plugin_utils/systemd_unit.py``; this file only
 adapts it to Jinja. Documentation: one ``<filter name>.yml`` next to it per filter.
 """
 
@@ -81,6 +81,22 @@ def sglang_base_url(args, host, port):
         return probe_base_url(host, port, args)
     except ValueError as exc:
         raise AnsibleFilterError("sglang_base_url: %s" % to_native(exc))
+
+
+def sglang_server_addresses(hostvars, name=None):
+    """Return where one SGLang server host is reached: api, metrics, rendezvous, problems (plugin_utils/addresses)."""
+    from collections.abc import Mapping
+
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.addresses import HOSTVARS, server_addresses
+
+    if not isinstance(hostvars, Mapping):
+        raise AnsibleFilterError("sglang_server_addresses: the input must be the host's variables (a dict), got %s"
+                                 % type(hostvars).__name__)
+    if name is not None and not isinstance(name, str):
+        raise AnsibleFilterError("sglang_server_addresses: name must be the inventory name, got %s"
+                                 % type(name).__name__)
+    # only the variables the rules read: hostvars[host] templates each value it is asked for
+    return server_addresses(dict((key, hostvars[key]) for key in HOSTVARS if key in hostvars), name)
 
 
 def sglang_url_path(path, variable="sglang_server_ready_path"):
@@ -238,6 +254,7 @@ class FilterModule(object):
             "sglang_server_info_expected": sglang_server_info_expected,
             "sglang_unit_value": sglang_unit_value,
             "sglang_base_url": sglang_base_url,
+            "sglang_server_addresses": sglang_server_addresses,
             "sglang_url_path": sglang_url_path,
             "sglang_device_problems": sglang_device_problems,
             "sglang_node_group_check": sglang_node_group_check,

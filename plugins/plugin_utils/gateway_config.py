@@ -51,10 +51,19 @@ Standard library only (also used on the controller by filters).
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.addresses import (
+    SERVER_DEFAULT_HOST,
+    SERVER_DEFAULT_PORT,
+    ip_literal,
+    is_loopback_name as _is_loopback_name,
+    probe_address,
+    resolver_address,
+    url_host,
+    wildcard_address,
+)
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import (
     ACCOUNT_NAME,
     UNIT_NAME,
@@ -78,8 +87,8 @@ LOG_LEVELS = ("debug", "info", "warn", "error")
 
 # The sglang_server role's defaults for a worker whose inventory does not set them
 # (tests/unit/plugins/module_utils/test_gateway_config.py keeps them equal to roles/sglang_server/defaults).
-WORKER_DEFAULT_HOST = "127.0.0.1"
-WORKER_DEFAULT_PORT = 30000
+WORKER_DEFAULT_HOST = SERVER_DEFAULT_HOST
+WORKER_DEFAULT_PORT = SERVER_DEFAULT_PORT
 
 # Environment variables the launcher reads the secrets from (and removes before smg starts).
 SECRET_ENV = {"worker_api_key": "LLMSERVE_SMG_API_KEY", "admin_api_key": "LLMSERVE_SMG_ADMIN_API_KEY"}
@@ -129,9 +138,6 @@ REFUSED_FLAGS = {
 # and destinations outside the gateway (warned about). An abbreviation of one is refused like the flags above.
 CHECKED_FLAGS = ("rdma-listen-ip", "otlp-traces-endpoint", "mm-allow-private-media-hosts")
 _FLAG_NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
-# a DNS host name (RFC 1123 labels, an optional final dot); monitoring_targets checks ansible_host with it too
-HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                      r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 _BEARER = re.compile(r"[\x21-\x7e]+")
 _NEGATIVE_NUMBER = re.compile(r"-[0-9]+(?:\.[0-9]+)?")
 _UNSET = object()
@@ -173,131 +179,6 @@ def _describe(value):
     return "%s %s" % (type(value).__name__, _shown(repr(value)))
 
 
-def ip_literal(text):
-    """``ipaddress`` object for an IP literal (no brackets, no zone), or None."""
-    if not isinstance(text, str) or "%" in text:
-        return None
-    try:
-        return ipaddress.ip_address(text.strip())
-    except ValueError:
-        return None
-
-
-def _inet_aton_part(text):
-    """One dot-separated part of an IPv4 address as inet_aton reads it: 0x hex, leading-0 octal, else decimal."""
-    if text[:2] in ("0x", "0X"):
-        digits, base = text[2:], 16
-        if not re.fullmatch(r"[0-9A-Fa-f]+", digits):
-            return None
-    elif len(text) > 1 and text.startswith("0"):
-        digits, base = text[1:], 8
-        if not re.fullmatch(r"[0-7]+", digits):
-            return None
-    else:
-        digits, base = text, 10
-        if not re.fullmatch(r"[0-9]+", digits):
-            return None
-    return int(digits, base)
-
-
-def resolver_address(text):
-    """The address the host's resolver (glibc ``getaddrinfo``/``inet_aton``) makes of ``text``, or None for a name.
-
-    Besides the dotted quad and IPv6 it reads the old numeric forms: one to four parts, each decimal, octal
-    (leading 0) or hex (0x), the last one filling the remaining bytes (``127.1``, ``0x7f000001``, ``2130706433``
-    are all 127.0.0.1). An IPv4-mapped IPv6 address (``::ffff:127.0.0.1``) is that IPv4 address: a connection to it
-    goes out as IPv4. Loopback and wildcard checks look at this form, so no spelling slips past them.
-    """
-    if not isinstance(text, str) or "%" in text:
-        return None
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        parsed = ipaddress.ip_address(text)
-    except ValueError:
-        parsed = None
-    if parsed is not None:
-        if parsed.version == 6 and parsed.ipv4_mapped is not None:
-            return parsed.ipv4_mapped
-        return parsed
-    parts = text.split(".")
-    if len(parts) > 4:
-        return None
-    values = [_inet_aton_part(part) for part in parts]
-    if None in values:
-        return None
-    last_bits = 8 * (5 - len(values))
-    if any(value > 255 for value in values[:-1]) or values[-1] >= 1 << last_bits:
-        return None
-    number = values[-1]
-    for position, value in enumerate(values[:-1]):
-        number |= value << (24 - 8 * position)
-    return ipaddress.IPv4Address(number)
-
-
-def url_host(address):
-    """``address`` as the host part of a URL: IPv6 compressed and bracketed, names lower-cased."""
-    parsed = ip_literal(address)
-    if parsed is None:
-        return address.rstrip(".").lower()
-    if parsed.version == 6:
-        return "[%s]" % parsed.compressed
-    return parsed.compressed
-
-
-def named_address(value, name, reacher, bind=None):
-    """``value`` (a host's ``ansible_host``) checked as the host name or IP address at which ``reacher`` ("the
-    gateway reaches", "Prometheus scrapes") reaches ``name``: ``(address, None)``, the address normalised (IP
-    compressed, name lower-cased without a final dot), or ``(None, message)``. With ``bind`` (the wildcard the
-    listener binds), an IPv6 address for a listener bound to 0.0.0.0 is refused."""
-    if not isinstance(value, str) or control_problem(value):
-        return None, "must be a host name or an IP address, got %s" % _describe(value)
-    value = value.strip()
-    # a numeric name (127.1, 0x7f000001) is an address to the resolver, not a name to look up
-    parsed = resolver_address(value)
-    if parsed is None and not HOSTNAME.fullmatch(value):
-        return None, "must be a host name or an IP address (%s %s there), got %s" % (
-            reacher, _shown(name, 60), _describe(value))
-    if parsed is not None and bind is not None and parsed.version == 6 and bind.version == 4:
-        return None, ("is the IPv6 address %s, but %s binds 0.0.0.0 (IPv4 only); bind '::' or give an IPv4 "
-                      "ansible_host" % (parsed.compressed, _shown(name, 60)))
-    return (parsed.compressed if parsed is not None else value.rstrip(".").lower()), None
-
-
-def wildcard_address(name, bind, explicit, facts, who, reacher, hint=""):
-    """Where another host (``who``: "the gateway", "Prometheus"; ``reacher`` as in named_address) reaches ``name``'s
-    listener bound to the wildcard ``bind`` (0.0.0.0 or ::): its ``ansible_host`` when set, else its gathered default
-    address (``facts``: the keys ``ipv6`` and ``ipv4``; IPv6 first for '::'). Returns ``(address, variable, None)``
-    or ``(None, variable, message)``, ``variable`` being "ansible_host", the fact's path or None (the bind's own
-    variable)."""
-    if not blank(explicit):
-        address, problem = named_address(explicit, name, reacher, bind)
-        return address, "ansible_host", problem
-    candidates = [("ipv4", "ansible_facts.default_ipv4.address")]
-    if bind.version == 6:
-        candidates.insert(0, ("ipv6", "ansible_facts.default_ipv6.address"))
-    for key, fact in candidates:
-        value = facts.get(key)
-        if blank(value):
-            continue
-        parsed = resolver_address(value) if ip_literal(value) is not None else None
-        if parsed is None:
-            return None, fact, "must be an IP address, got %s" % _describe(value)
-        return parsed.compressed, "ansible_host", None
-    facts_named = "default_ipv4/default_ipv6" if bind.version == 6 else "default_ipv4"
-    return None, None, ("%s binds %s, so %s needs an address to reach it: set its ansible_host, or gather its facts "
-                        "(%s) in the same play%s" % (_shown(name, 60), bind.compressed, who, facts_named, hint))
-
-
-def _is_loopback_name(address):
-    parsed = resolver_address(address)
-    if parsed is not None:
-        return parsed.is_loopback
-    name = address.rstrip(".").lower()
-    return name == "localhost" or name.endswith(".localhost")
-
-
 def _endpoint_host(endpoint):
     """The host part of ``host:port``, ``scheme://host:port/path`` or ``[v6]:port`` ('' when there is none)."""
     rest = endpoint.strip().split("://", 1)[-1]
@@ -307,14 +188,6 @@ def _endpoint_host(endpoint):
     if rest.count(":") == 1:
         return rest.split(":", 1)[0]
     return rest
-
-
-def probe_address(host):
-    """Where the role itself reaches a listener bound to ``host``: loopback for a wildcard bind."""
-    parsed = ip_literal(host)
-    if parsed is not None and parsed.is_unspecified:
-        return "127.0.0.1" if parsed.version == 4 else "::1"
-    return host
 
 
 class _Check(object):

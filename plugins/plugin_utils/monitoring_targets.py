@@ -54,17 +54,14 @@ Standard library only (controller side).
 
 from __future__ import annotations
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_config import (
-    ip_literal, named_address, resolver_address, url_host, wildcard_address)
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common import normalise_flag_name
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_service import serves_tls
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.addresses import (
+    SERVER_DEFAULT_HOST, SERVER_DEFAULT_PORT, ip_literal, is_loopback_name, named_address, serves_metrics,
+    serves_tls, url_host, wildcard_address)
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import control_problem, printable
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool, as_int, blank
 
 # The owning roles' defaults for a host whose inventory does not set them
 # (tests/unit/plugins/plugin_utils/test_monitoring_targets.py keeps them equal to the roles' defaults/main.yml).
-SERVER_DEFAULT_HOST = "127.0.0.1"
-SERVER_DEFAULT_PORT = 30000
 GATEWAY_DEFAULT_HOST = "127.0.0.1"
 GATEWAY_DEFAULT_METRICS_PORT = 29000
 GATEWAY_DEFAULT_WORKERS_GROUP = "sglang_servers"
@@ -195,11 +192,7 @@ class _Build(object):
 
     @staticmethod
     def _loopback(address):
-        parsed = resolver_address(address)
-        if parsed is not None:
-            return parsed.is_loopback
-        name = address.rstrip(".").lower()
-        return name == "localhost" or name.endswith(".localhost")
+        return is_loopback_name(address)
 
     def _add(self, job, name, variable, address, port, labels, scheme="http"):
         target = "%s:%d" % (url_host(address), port)
@@ -296,16 +289,9 @@ class _Build(object):
         return labels
 
     def _serves_metrics(self, name):
-        hv = self.hv(name)
-        if self._bool(name, "sglang_server_metrics", False):
-            return True
-        args = hv.get("sglang_server_args")
-        if isinstance(args, dict):
-            for key, value in args.items():
-                if isinstance(key, str) and normalise_flag_name(key) == "enable_metrics" \
-                        and as_bool(value, False):
-                    return True
-        return False
+        # an unreadable sglang_server_metrics is an error of its own (the rule is addresses.serves_metrics')
+        self._bool(name, "sglang_server_metrics", False)
+        return serves_metrics(self.hv(name))
 
     def _servers(self, servers):
         job = self.jobs.get("sglang", "sglang")

@@ -19,8 +19,6 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit impor
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags import SPELLINGS
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common import (
-    _UNSET,
-    _as_int,
     _describe,
     no_control,
     normalise_flag_name,
@@ -260,23 +258,10 @@ def serves_tls(args):
 
 
 def probe_base_url(host, port, args=None):
-    """``scheme://address:port`` at which the role probes its own server.
+    """``scheme://address:port`` at which the role probes its own server: ``addresses.probe_url`` (the probe rule,
+    one place for every address of the fleet; imported here lazily, addresses imports this module)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.addresses import (  # pylint: disable=import-outside-toplevel
+        probe_url,
+    )
 
-    https when ``args`` set ``ssl_certfile`` (SGLang then serves TLS only); a wildcard bind address is
-    probed on 127.0.0.1; an IPv6 address is bracketed. Raises ``ValueError`` for an address or port that
-    could not be part of a URL (the full rules are ``validate_server_config``'s).
-    """
-    for name, value in (("host", host), ("port", port)):
-        if isinstance(value, str) and control_problem(value):
-            raise ValueError("%s: %s" % (name, control_problem(value)))
-    host = "" if host is None else str(host).strip()
-    if not host or host in ("0.0.0.0", "::"):
-        host = "127.0.0.1"
-    if not re.fullmatch(r"[0-9A-Fa-f:.]+", host):
-        raise ValueError("host: must be an IP address, got %r" % printable(host))
-    number = _as_int(port)
-    if number is _UNSET or not 1 <= number <= 65535:
-        raise ValueError("port: must be a TCP port number between 1 and 65535, got %s" % _describe(port))
-    if ":" in host:
-        host = "[%s]" % host
-    return "%s://%s:%d" % ("https" if serves_tls(args) else "http", host, number)
+    return probe_url(host, port, args)

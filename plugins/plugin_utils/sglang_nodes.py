@@ -48,6 +48,12 @@ from __future__ import annotations
 import json
 import re
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.addresses import (
+    DEFAULT_DIST_INIT_PORT,
+    interface_addresses,
+    inventory_address,
+    netaddr_ip,
+)
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     SGLangConfigError,
     normalise_flag_name,
@@ -56,8 +62,6 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_flags impor
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int, blank
 
 DEFAULT_PREFIX = "sglang_server_"
-# What SGLang's help suggests for --dist-init-addr (``192.168.0.2:25000``); used when the port is unset.
-DEFAULT_DIST_INIT_PORT = 25000
 DEFAULT_HTTP_PORT = 30000
 # Settings every node of one server must have alike (role variable without prefix, what it is).
 AGREEING = (
@@ -88,40 +92,8 @@ def _canonical(value):
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _ip(text):
-    """``netaddr.IPAddress`` for ``text``, or None when it is not an IP address."""
-    import netaddr  # pylint: disable=import-outside-toplevel
-
-    try:
-        return netaddr.IPAddress(str(text).strip().strip("[]"))
-    except (netaddr.AddrFormatError, ValueError, TypeError):
-        return None
-
-
-def _default_address(facts):
-    for key in ("default_ipv4", "default_ipv6"):
-        entry = facts.get(key) if isinstance(facts, dict) else None
-        if isinstance(entry, dict) and not blank(entry.get("address")):
-            return str(entry["address"])
-    return None
-
-
-def _interface_addresses(facts, ifname):
-    """Every address (text) the interface ``ifname`` holds in ``ansible_facts`` (empty when unknown)."""
-    found = []
-    if not isinstance(facts, dict) or blank(ifname):
-        return found
-    for value in facts.values():
-        if not isinstance(value, dict) or value.get("device") != ifname:
-            continue
-        for key in ("ipv4", "ipv4_secondaries", "ipv6"):
-            entry = value.get(key)
-            for item in entry if isinstance(entry, list) else [entry]:
-                address = _ip(item.get("address")) if isinstance(item, dict) else None
-                # a link-local IPv6 address is no source the nodes meet from (no scope in a rule)
-                if address is not None and not (address.version == 6 and address.is_link_local()):
-                    found.append(str(address))
-    return found
+_ip = netaddr_ip
+_interface_addresses = interface_addresses
 
 
 def _interface_of(facts, address):
@@ -352,10 +324,7 @@ class _Group(object):
     def _address(self, name):
         """The node's inventory address: ansible_host when it is an IP address, else the default IPv4/IPv6."""
         node = self.nodes[name]
-        host = node.get("ansible_host")
-        if not blank(host) and _ip(host) is not None:
-            return str(host).strip().strip("[]")
-        return _default_address(node.get("ansible_facts") or {})
+        return inventory_address(node.get("ansible_host"), node.get("ansible_facts"))
 
     def _rendezvous(self, names, rank0):
         """(host, port) of the rendezvous; errors name the variable."""

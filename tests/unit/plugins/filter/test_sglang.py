@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 
 import pytest
 import yaml
@@ -33,7 +34,8 @@ ALL_FILTERS = ["sglang_validate", "sglang_render", "sglang_unit_value", "sglang_
                "sglang_url_path", "sglang_device_problems", "sglang_node_group_check", "sglang_node_group_plan",
                "sglang_deploy_plan", "sglang_rollout_batches", "sglang_rollout_lease", "sglang_rollout_step_problems",
                "sglang_service_problems",
-               "sglang_pip_redact", "sglang_node_firewall", "sglang_server_info_expected", "sglang_cache_layout"]
+               "sglang_pip_redact", "sglang_node_firewall", "sglang_server_info_expected", "sglang_cache_layout",
+               "sglang_server_addresses"]
 
 
 def test_filters_are_registered():
@@ -102,6 +104,37 @@ def test_base_url_filter():
     assert base_url({"ssl_certfile": "/c", "ssl_keyfile": "/k"}, "::1", 8443) == "https://[::1]:8443"
     with pytest.raises(AnsibleFilterError, match="sglang_base_url: host"):
         base_url({}, "127.0.0.1@evil.example", 30000)
+
+
+class _HostVars(Mapping):
+    """Like hostvars[host]: a mapping that templates a value when asked; here any other variable fails."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __getitem__(self, key):
+        if key not in self.data:
+            raise AssertionError("read %s" % key)
+        return self.data[key]
+
+    def __contains__(self, key):
+        return key in self.data
+
+    def __iter__(self):
+        raise AssertionError("every variable templated")
+
+    def __len__(self):
+        return len(self.data)
+
+
+def test_server_addresses_filter():
+    addresses = FilterModule().filters()["sglang_server_addresses"]
+    found = addresses(_HostVars({"inventory_hostname": "w1", "sglang_server_host": "::", "unrelated": "{{ boom }}",
+                                 "ansible_facts": {"default_ipv6": {"address": "fd00::1"}}}))
+    assert (found["api"]["url"], found["api"]["probe_url"]) == ("http://[fd00::1]:30000", "http://127.0.0.1:30000")
+    assert addresses({"sglang_server_host": "10.0.0.1"}, "w2")["name"] == "w2"
+    with pytest.raises(AnsibleFilterError, match="^sglang_server_addresses: the input must be the host's variables"):
+        addresses(["w1"])
 
 
 def test_url_path_filter():
