@@ -20,3 +20,16 @@ attributes:
   platform:
     platforms: posix
 """
+
+    # A module that is only documentation for an action plugin of the same name, which does the work on the
+    # controller (and may run other modules on the host).
+    CONTROLLER_ACTION = r"""
+options: {}
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+"""

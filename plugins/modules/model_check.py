@@ -25,12 +25,6 @@ description:
     which runs M(llmserve.sglang.model_stage) on the host.
 author: llmserve developers (@llmserve)
 attributes:
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
   check_mode:
     support: full
     details:
@@ -77,6 +71,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
   - llmserve.sglang.attributes
+  - llmserve.sglang.attributes.controller_action
 seealso:
   - module: llmserve.sglang.model_stage
 """

@@ -31,12 +31,6 @@ description:
   - This module is only documentation; the work is done by the action plugin of the same name on the controller.
 author: llmserve developers (@llmserve)
 attributes:
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
   check_mode:
     support: full
     details:
@@ -59,6 +53,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
   - llmserve.sglang.attributes
+  - llmserve.sglang.attributes.controller_action
 seealso:
   - plugin: llmserve.sglang.sglang_render
     plugin_type: filter

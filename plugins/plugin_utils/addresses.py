@@ -35,6 +35,9 @@ import re
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_service import serves_tls
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args_common import normalise_flag_name
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rules import describe as _describe_probe
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rules import describe_shown as _describe
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rules import shown as _shown
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import control_problem, printable
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool, as_int, blank
 
@@ -54,41 +57,6 @@ HOSTVARS = ("inventory_hostname", "sglang_server_host", "sglang_server_port", "s
 HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 _UNSET = object()
-
-
-def _shown(text, limit=100):
-    """``text`` for a message: control characters escaped, cut after ``limit`` characters."""
-    text = printable(str(text))
-    if len(text) > limit:
-        return "%s... (%d characters)" % (text[:limit], len(text))
-    return text
-
-
-def _describe(value):
-    if isinstance(value, bool):
-        return "boolean %s" % ("true" if value else "false")
-    if isinstance(value, str):
-        return "%r" % (_shown(value),)
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "a dict"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    return "%s %s" % (type(value).__name__, _shown(repr(value)))
-
-
-def _describe_probe(value):
-    # the words probe_base_url's messages always had (sglang_args_common's)
-    if isinstance(value, bool):
-        return "boolean %s" % ("true" if value else "false")
-    if isinstance(value, str):
-        return "%r" % (value,)
-    if isinstance(value, dict):
-        return "a dict"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    return "%s %r" % (type(value).__name__, value)
 
 
 def ip_literal(text):

@@ -69,12 +69,13 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit impor
     UNIT_NAME,
     control_problem,
     path_problem,
-    printable,
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     serves_tls,
     url_path_problem,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rules import describe_shown as _describe
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rules import shown as _shown
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool, as_int, blank
 
 PREFIX = "sglang_gateway_"
@@ -155,28 +156,6 @@ class GatewayConfigError(ValueError):
 def _as_int(value):
     # 18 digits: an integer smg's settings (u64/usize) can hold, whatever the digits
     return as_int(value, _UNSET, digits=18)
-
-
-def _shown(text, limit=100):
-    """``text`` for a message: control characters escaped, cut after ``limit`` characters."""
-    text = printable(str(text))
-    if len(text) > limit:
-        return "%s... (%d characters)" % (text[:limit], len(text))
-    return text
-
-
-def _describe(value):
-    if isinstance(value, bool):
-        return "boolean %s" % ("true" if value else "false")
-    if isinstance(value, str):
-        return "%r" % (_shown(value),)
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "a dict"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    return "%s %s" % (type(value).__name__, _shown(repr(value)))
 
 
 def _endpoint_host(endpoint):

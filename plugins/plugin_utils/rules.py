@@ -38,6 +38,7 @@ import posixpath
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int, blank
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import range_problems
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import printable
 
 # what a reader returns for a value that broke its rule (None is a legitimate "unset")
 UNSET = object()
@@ -90,6 +91,29 @@ def describe(value):
     if isinstance(value, (list, tuple)):
         return "a list"
     return "%s %r" % (type(value).__name__, value)
+
+
+def shown(text, limit=100):
+    """``text`` for a message: control characters escaped, cut after ``limit`` characters."""
+    text = printable(str(text))
+    if len(text) > limit:
+        return "%s... (%d characters)" % (text[:limit], len(text))
+    return text
+
+
+def describe_shown(value):
+    """``describe`` for values a user may have pasted anything into: texts escaped and cut (``shown``), None named."""
+    if isinstance(value, bool):
+        return "boolean %s" % ("true" if value else "false")
+    if isinstance(value, str):
+        return "%r" % (shown(value),)
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "a dict"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return "%s %s" % (type(value).__name__, shown(repr(value)))
 
 
 # -- typed readers -------------------------------------------------------------------------------------------
