@@ -30,6 +30,11 @@ description:
     messages never show a secret's value.
   - This module is only documentation; the work is done by the action plugin of the same name on the controller.
 author: llmserve developers (@llmserve)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+  - llmserve.sglang.attributes
+  - llmserve.sglang.attributes.controller_action
 attributes:
   check_mode:
     support: full
@@ -49,11 +54,6 @@ options:
         test). C(__sglang_server_group_nodes) and C(inventory_hostname) may be given too.
     type: dict
     default: {}
-extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.flow
-  - llmserve.sglang.attributes
-  - llmserve.sglang.attributes.controller_action
 seealso:
   - plugin: llmserve.sglang.sglang_render
     plugin_type: filter
