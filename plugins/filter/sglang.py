@@ -89,12 +89,11 @@ def sglang_server_addresses(hostvars, name=None):
 
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.addresses import HOSTVARS, server_addresses
 
-    if not isinstance(hostvars, Mapping):
-        raise AnsibleFilterError("sglang_server_addresses: the input must be the host's variables (a dict), got %s"
-                                 % type(hostvars).__name__)
-    if name is not None and not isinstance(name, str):
-        raise AnsibleFilterError("sglang_server_addresses: name must be the inventory name, got %s"
-                                 % type(name).__name__)
+    wrong = [problem % type(value).__name__ for problem, value, right in (
+        ("the input must be the host's variables (a dict), got %s", hostvars, isinstance(hostvars, Mapping)),
+        ("name must be the inventory name, got %s", name, name is None or isinstance(name, str))) if not right]
+    if wrong:
+        raise AnsibleFilterError("sglang_server_addresses: " + "; ".join(wrong))
     # only the variables the rules read: hostvars[host] templates each value it is asked for
     return server_addresses(dict((key, hostvars[key]) for key in HOSTVARS if key in hostvars), name)
 

@@ -69,7 +69,6 @@ options:
         type: bool
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.flow
   - llmserve.sglang.attributes
   - llmserve.sglang.attributes.controller_action
 seealso:

@@ -32,7 +32,6 @@ description:
 author: llmserve developers (@llmserve)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.flow
   - llmserve.sglang.attributes
   - llmserve.sglang.attributes.controller_action
 attributes:
