@@ -9,7 +9,7 @@
 (llmserve.sglang.gateway_worker, looped over the gateways) into the host's rows of gateway state.
 The site playbook's plan (``sglang_plan``: what the run planned to change on the host) is kept with it.
 ``host_rows`` gives the rows of one host's table, for the play output (``render_text``) and the Markdown template
-(``roles/rollout/templates/sglang_report.md.j2``).
+(``roles/sglang_rollout/templates/sglang_report.md.j2``).
 ``report_file_name`` turns a host's inventory name into the name of its report files.
 ``host_stats`` cuts a host report down to the few values a job's custom stats carry (``set_stats``: the AWX job
 artifacts that later workflow nodes get as extra vars).

@@ -10,8 +10,8 @@ loses the lock in the middle of a phase, because it renews the lock at every pha
 lease. A phase that gets a new long step must have it added here (tests/unit/plugins/plugin_utils/
 test_rollout_lease.py reads the roles' task timeouts and fails when a lease no longer covers them).
 
-The inputs are role variables by name: the rollout role's own, and the budgets the roles of a play's steps publish
-before the lock is taken (their entry point ``budget``, ``ROLE_budget``; roles/rollout/tasks/budgets.yml). A name no
+The inputs are role variables by name: the sglang_rollout role's own, and the budgets the roles of a play's steps publish
+before the lock is taken (their entry point ``budget``, ``ROLE_budget``; roles/sglang_rollout/tasks/budgets.yml). A name no
 budget gave (a role that is not a step of the play) is read from the collection's own
 ``roles/*/defaults/main.yml``: there is one default per variable, never a copy.
 """

@@ -1,4 +1,4 @@
-"""The playbooks hold the per-host lock the way docs/awx.md says, through the rollout role's entry points: exclusive for
+"""The playbooks hold the per-host lock the way docs/awx.md says, through the sglang_rollout role's entry points: exclusive for
 site/restart/rollback/gateway, shared for the audit, renewed at every phase boundary of site.yml and taken again
 after the driver role (a reboot empties /run). site.yml plans every host at once under the lock, gives it back
 except on the first batch of the rollout, and takes it again per batch of its change play. The leases themselves
@@ -16,7 +16,7 @@ from ansible.template import Templar, trust_as_template
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 LOCK = "llmserve.sglang.run_lock"
-ROLLOUT = "llmserve.sglang.rollout"
+ROLLOUT = "llmserve.sglang.sglang_rollout"
 # drains hold it shared on each gateway host, gateway.yml exclusively (issue 24 #11)
 GATEWAY_LOCK = "/run/llmserve/sglang-gateway.lock"
 PHASE_LEASE = "{{ lookup('ansible.builtin.vars', '__sglang_lock_lease_' ~ sglang_rollout_phase) }}"
@@ -125,7 +125,7 @@ def test_site_stages_the_model_on_every_host_at_once_before_the_plan():
 
 
 def rollout_tasks(entry):
-    return load("roles", "rollout", "tasks", entry + ".yml")
+    return load("roles", "sglang_rollout", "tasks", entry + ".yml")
 
 
 # --- site.yml ----------------------------------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def rollout_tasks(entry):
 def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches():
     plan, change = site_plays()
     assert plan["hosts"] == "sglang_servers" and "serial" not in plan, "the plan play runs on every host at once"
-    # the rollout role's default, visible to the play keyword because the play imports the role
+    # the sglang_rollout role's default, visible to the play keyword because the play imports the role
     assert plan["max_fail_percentage"] == change["max_fail_percentage"] == "{{ sglang_rollout_max_fail_percentage }}"
     assert change["serial"] == "{{ hostvars['localhost']['sglang_rollout']['sizes'] | default(1) }}"
     assert change["hosts"] == "{{ hostvars['localhost']['sglang_rollout']['hosts'] | default([]) }}"
@@ -160,7 +160,7 @@ def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
     assert rollout_of(change) == ("change", ["nvidia_driver(driver)", "sglang_server(sglang)"])
     assert stage_steps("change") == ["rollout:budgets", "rollout:begin", "rollout:drain", "rollout:steps", "rollout:rejoin",
                                      "rollout:end"]
-    stages = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_stages"]
+    stages = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_stages"]
     assert stages["plan"]["lease"] == "plan" and stages["change"] == {"lease": "drain", "hold": "hold"}
     # the probe proves only a server whose plan is empty
     (probe,) = [t for t in flatten(rollout_tasks("stage_plan")) if role_of(t) == "sglang_server:probe"]
@@ -197,8 +197,8 @@ def test_site_renews_the_lock_it_kept_and_takes_again_only_the_lock_it_gave_back
     # a later batch gave it back after the plan: it takes it again (waiting for a run that got in meanwhile)
     assert render_text(state, dict(keep, inventory_hostname="h2")) == "acquired"
     # after the driver role: taken again only when the plan said it reboots the host (/run is emptied);
-    # tests/unit/roles/rollout/test_pipeline.py runs it
-    variables = load("roles", "rollout", "vars", "main.yml")
+    # tests/unit/roles/sglang_rollout/test_pipeline.py runs it
+    variables = load("roles", "sglang_rollout", "vars", "main.yml")
     retake = variables["__sglang_rollout_step_after_reboot"]
     steps_ = [{"role": "llmserve.sglang.nvidia_driver"}, {"role": "llmserve.sglang.sglang_server"}]
     common = {"sglang_rollout_steps": steps_, "__sglang_rollout_reboot_roles": variables["__sglang_rollout_reboot_roles"]}
@@ -245,7 +245,7 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
     assert back["ansible.builtin.include_tasks"]["file"] == "gateway_in.yml"
     # a renewal after the drain and before the way back in: whenever the gateway step runs, so does the renewal
     assert out["when"] == renew_in["when"] == back["when"]
-    drains = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_drains"]
+    drains = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_drains"]
     variables = {"__sglang_rollout_gateways": ["gw"], "__sglang_rollout_rank0": True}
     serving = {"restart_needed": True, "serving": True}
     assert render_text(drains, dict(variables, sglang_plan=serving)) is True
@@ -260,7 +260,7 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
 
 def test_the_lock_is_renewed_for_the_prewarm_right_before_it_reads():
     """Issue 45 #7: reading a large model takes minutes; the lease begin took for the drain phase must not run out
-    under it. tests/unit/roles/rollout/test_prewarm_lease.py runs it."""
+    under it. tests/unit/roles/sglang_rollout/test_prewarm_lease.py runs it."""
     tasks = list(flatten(rollout_tasks("drain")))
     (warm,) = [t for t in rollout_tasks("drain")
                if any(role_of(x) == "sglang_server:prewarm" for x in t.get("block", []))]
@@ -283,24 +283,24 @@ def test_the_lock_is_renewed_for_the_prewarm_right_before_it_reads():
     stop, go_on = warm["rescue"]
     assert "ansible.builtin.fail" in stop and stop["when"] == "ansible_failed_result.timedout is not defined"
     assert "ansible.builtin.debug" in go_on and "when" not in go_on
-    specs = load("roles", "rollout", "meta", "argument_specs.yml")["argument_specs"]
+    specs = load("roles", "sglang_rollout", "meta", "argument_specs.yml")["argument_specs"]
     assert "prewarm" in specs["renew"]["options"]["sglang_rollout_phase"]["choices"]
     assert specs["drain"]["options"]["sglang_prewarm_timeout"]["default"] == \
-        load("roles", "rollout", "defaults", "main.yml")["sglang_prewarm_timeout"]
+        load("roles", "sglang_rollout", "defaults", "main.yml")["sglang_prewarm_timeout"]
 
 
 def test_rank_zero_comes_from_sglang_servers_public_fact():
-    rank0 = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_rank0"]
+    rank0 = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_rank0"]
     assert render_text(rank0, {}) is True, "a host sglang_server did not validate is a single-host server"
     assert render_text(rank0, {"sglang_server_node": {"group": "big", "rank": 1, "nnodes": 2}}) is False
     assert render_text(rank0, {"sglang_server_node": {"group": "big", "rank": 0, "nnodes": 2}}) is True
     for path in glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True) + \
-            glob.glob(os.path.join(ROOT, "roles", "rollout", "**", "*.yml"), recursive=True):
+            glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "**", "*.yml"), recursive=True):
         with open(path) as handle:
             assert "__sglang_server_" not in handle.read(), "%s reads sglang_server's private variables" % path
 
 
-# --- the rollout role's lock steps ------------------------------------------------------------------------------------
+# --- the sglang_rollout role's lock steps ------------------------------------------------------------------------------------
 
 def test_begin_names_the_run_and_takes_the_lock_with_the_phases_lease():
     name, ranges, take = rollout_tasks("begin")
@@ -330,7 +330,7 @@ def test_end_releases_only_a_lock_this_play_took():
 
 def test_every_lease_comes_from_the_lease_filter():
     """No lease arithmetic in YAML: the role's per-phase leases are filter calls, and every lock takes one of them."""
-    variables = load("roles", "rollout", "vars", "main.yml")
+    variables = load("roles", "sglang_rollout", "vars", "main.yml")
     leases = {k: v for k, v in variables.items() if k.startswith("__sglang_lock_lease_")}
     assert len(leases) == 13
     for name, expression in leases.items():
@@ -346,32 +346,32 @@ def test_every_lease_comes_from_the_lease_filter():
                 if LOCK in task and "lease" in task[LOCK]:
                     locks += 1
                     assert task[LOCK]["lease"] in allowed, (path, task["name"])
-    for path in glob.glob(os.path.join(ROOT, "roles", "rollout", "tasks", "*.yml")):
+    for path in glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "tasks", "*.yml")):
         for task in flatten(load(path)):
             if LOCK in task and "lease" in task[LOCK]:
                 locks += 1
                 assert task[LOCK]["lease"] in allowed, (path, task["name"])
     assert locks == 4, "begin, renew, the drain's hold and gateway.yml's gateway lock"
     for path in glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True) + \
-            glob.glob(os.path.join(ROOT, "roles", "rollout", "**", "*.yml"), recursive=True):
+            glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "**", "*.yml"), recursive=True):
         with open(path) as handle:
             assert not re.search(r"lease.*\|\s*int", handle.read()), path
 
 
 def test_no_inline_defaults_for_the_rollout_variables():
-    """The rollout role's defaults (and argument specs) are the only defaults of the playbooks' variables."""
-    defaults = load("roles", "rollout", "defaults", "main.yml")
+    """The sglang_rollout role's defaults (and argument specs) are the only defaults of the playbooks' variables."""
+    defaults = load("roles", "sglang_rollout", "defaults", "main.yml")
     public = [n for n in defaults if not n.startswith("sglang_rollout_") or n in (
         "sglang_rollout_serial", "sglang_rollout_max_unavailable", "sglang_rollout_max_fail_percentage")]
     files = glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True) + \
-        glob.glob(os.path.join(ROOT, "roles", "rollout", "**", "*.yml"), recursive=True)
+        glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "**", "*.yml"), recursive=True)
     for path in files:
         with open(path) as handle:
             text = handle.read()
         for name in public:
             assert not re.search(r"\b%s \| default\(" % name, text), (path, name)
-    specs = load("roles", "rollout", "meta", "argument_specs.yml")["argument_specs"]
-    entry_points = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(ROOT, "roles", "rollout", "tasks", "*.yml"))}
+    specs = load("roles", "sglang_rollout", "meta", "argument_specs.yml")["argument_specs"]
+    entry_points = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "tasks", "*.yml"))}
     # the task files the stages put together are not entry points of their own
     internal = {"gateway_out", "step", "steps", "budgets"} | {e for e in entry_points if e.startswith("stage_")}
     assert set(specs) == entry_points - internal, "every entry point has its argument spec"
@@ -389,7 +389,7 @@ def test_restart_drains_renews_restarts_and_puts_back():
     (restart,) = [p for p in load("playbooks", "restart.yml") if "tasks" in p]
     # the restart stage is the change stage's task file: drain, the steps (a renewal right before each), rejoin, end
     assert rollout_of(restart) == ("restart", ["sglang_server:restart(restart)"])
-    stages = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_stages"]
+    stages = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_stages"]
     # the hold lasts the whole batch; the weights are read into the page cache before the drain (no plan: restarts)
     assert stages["restart"] == {"lease": "restart_batch", "hold": "restart_batch", "tasks": "change"}
     (drain,) = [t for t in flatten(rollout_tasks("stage_change")) if t.get("ansible.builtin.import_tasks") == "drain.yml"]
@@ -437,7 +437,7 @@ def test_rollback_restores_right_after_taking_the_lock():
 def test_every_changing_play_releases_the_lock_whatever_happens(playbook):
     play = [p for p in load("playbooks", playbook) if "tasks" in p][-1]
     stage, _declared = rollout_of(play)
-    tasks = rollout_tasks("stage_" + load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_stages"][stage]
+    tasks = rollout_tasks("stage_" + load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_stages"][stage]
                           .get("tasks", stage))
     (block,) = [t for t in tasks if "block" in t]
     assert block["always"][-1]["ansible.builtin.import_tasks"] == "end.yml"
@@ -502,9 +502,9 @@ def test_a_drain_holds_each_gateway_lock_shared_before_it_takes_the_worker_out()
 
 def test_gateway_lock_paths_are_private():
     assert os.path.dirname(GATEWAY_LOCK) == "/run/llmserve"
-    for name in (os.path.join("roles", "rollout", "tasks", "stage_gateway.yml"),
-                 os.path.join("roles", "rollout", "tasks", "gateway_out.yml"),
-                 os.path.join("roles", "rollout", "tasks", "end.yml")):
+    for name in (os.path.join("roles", "sglang_rollout", "tasks", "stage_gateway.yml"),
+                 os.path.join("roles", "sglang_rollout", "tasks", "gateway_out.yml"),
+                 os.path.join("roles", "sglang_rollout", "tasks", "end.yml")):
         with open(os.path.join(ROOT, name)) as handle:
             paths = set(re.findall(r"path: (/run/\S+)", handle.read()))
         assert paths == {GATEWAY_LOCK}, (name, paths)

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The end of a play (roles/rollout/tasks/end.yml), run for real: what a server answers cannot stop the report, and
+"""The end of a play (roles/sglang_rollout/tasks/end.yml), run for real: what a server answers cannot stop the report, and
 nothing stops the lock release (issue 45 #6).
 
 A server's /server_info answered ``"speculative_algorithm": "EAGLE3\\ud83d\\ude80"``: the report task failed (its
@@ -100,7 +100,7 @@ def _run(tmp_path, url, report_dir=None):
                 {"name": "The server's report", "ansible.builtin.set_fact": {"sglang_server_report": fields}},
             ],
             "always": [{"name": "The end of the play",
-                        "ansible.builtin.import_role": {"name": "llmserve.sglang.rollout", "tasks_from": "end"}}],
+                        "ansible.builtin.import_role": {"name": "llmserve.sglang.sglang_rollout", "tasks_from": "end"}}],
         }],
     }
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))

@@ -71,9 +71,9 @@ def test_pending_driver_params_need_reboot():
 
 
 def _render_markdown(reports, title):
-    """roles/rollout/templates/sglang_report.md.j2 as the template lookup renders it (trim_blocks on)."""
+    """roles/sglang_rollout/templates/sglang_report.md.j2 as the template lookup renders it (trim_blocks on)."""
     import jinja2  # pylint: disable=import-outside-toplevel
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROOT, "roles", "rollout", "templates")),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROOT, "roles", "sglang_rollout", "templates")),
                              trim_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters["llmserve.sglang.sglang_report_rows"] = sglang_report_rows
     env.filters["llmserve.sglang.sglang_report_servers"] = sglang_report_servers

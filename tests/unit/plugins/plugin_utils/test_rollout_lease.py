@@ -42,7 +42,7 @@ def render(expression, variables):
 
 def all_defaults():
     values = {}
-    for role in ("rollout", "iommu_preflight", "nvidia_driver", "sglang_server", "sglang_gateway"):
+    for role in ("sglang_rollout", "iommu_preflight", "nvidia_driver", "sglang_server", "sglang_gateway"):
         values.update(load("roles", role, "defaults", "main.yml"))
     return values
 
@@ -138,7 +138,7 @@ def test_drain_covers_the_drain_in_each_gateway_and_the_driver_phase(scenario):
 
 def prewarm_timeout(variables):
     """The pre-warm's bound: the timeout drain.yml gives the tasks of sglang_server's prewarm entry point."""
-    (task,) = [t for block in load("roles", "rollout", "tasks", "drain.yml") for t in block.get("block", [])
+    (task,) = [t for block in load("roles", "sglang_rollout", "tasks", "drain.yml") for t in block.get("block", [])
                if t.get("ansible.builtin.include_role", {}).get("tasks_from") == "prewarm"]
     return render(task["ansible.builtin.include_role"]["apply"]["timeout"], variables)
 
@@ -290,9 +290,9 @@ def test_missing_names_take_the_role_defaults():
 
 
 def test_each_role_owns_its_budget():
-    """No scan of the play's variables: the rollout passes its own settings (roles/rollout/vars/main.yml) and each role
+    """No scan of the play's variables: the rollout passes its own settings (roles/sglang_rollout/vars/main.yml) and each role
     publishes the ones it owns (its entry point budget, ROLE_budget), together exactly the names the rules read."""
-    variables = load("roles", "rollout", "vars", "main.yml")
+    variables = load("roles", "sglang_rollout", "vars", "main.yml")
     given = set(variables["__sglang_rollout_budget"])
     for fqcn in variables["__sglang_rollout_budget_roles"]:
         role = fqcn.split(".")[-1]
@@ -308,7 +308,7 @@ def test_each_role_owns_its_budget():
     assert given == set(INPUTS)
     assert "sglang_prewarm_timeout" in INPUTS, "the pre-warm's bound (drain.yml's task timeout)"
     for path in ("vars/main.yml", "tasks/begin.yml", "tasks/renew.yml"):
-        with open(os.path.join(ROOT, "roles", "rollout", path)) as handle:
+        with open(os.path.join(ROOT, "roles", "sglang_rollout", path)) as handle:
             assert "varnames" not in handle.read()
 
 

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The pre-warm under the per-host lock has a lease of its own (issue 45 #7): the rollout role's drain entry point
+"""The pre-warm under the per-host lock has a lease of its own (issue 45 #7): the sglang_rollout role's drain entry point
 renews the lock with the lease of the phase prewarm right before it reads the weights, and the read stops after
 sglang_prewarm_timeout, the bound that lease counts on. Run for real on localhost: rollout:begin takes the lock
 (redirected into tmp_path with module_defaults), then rollout:drain as site.yml imports it (no gateways here)."""
@@ -20,7 +20,7 @@ from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_p
 LOCK = "llmserve.sglang.run_lock"
 PREWARM_TASK = ("TASK [llmserve.sglang.sglang_server : Read the weights into the page cache before the host leaves "
                 "rotation]")
-RENEW_TASK = "TASK [llmserve.sglang.rollout : Renew the per-host deployment lock, with the lease of the phase prewarm]"
+RENEW_TASK = "TASK [llmserve.sglang.sglang_rollout : Renew the per-host deployment lock, with the lease of the phase prewarm]"
 SETTINGS = {"sglang_lock_lease": 300, "sglang_prewarm_timeout": 1000}
 
 
@@ -41,11 +41,11 @@ def _run(tmp_path, extra, between=(), module_defaults=None, timeout=180):
     defaults.update(module_defaults or {})
     result = tmp_path / "result.json"
     play = [{"hosts": "localhost", "gather_facts": False, "module_defaults": defaults, "tasks": [
-        {"name": "Take the lock", "ansible.builtin.import_role": {"name": "llmserve.sglang.rollout",
+        {"name": "Take the lock", "ansible.builtin.import_role": {"name": "llmserve.sglang.sglang_rollout",
                                                                   "tasks_from": "begin"},
          "vars": {"sglang_rollout_phase": "drain"}},
     ] + list(between) + [
-        {"name": "Pre-warm and drain", "ansible.builtin.import_role": {"name": "llmserve.sglang.rollout",
+        {"name": "Pre-warm and drain", "ansible.builtin.import_role": {"name": "llmserve.sglang.sglang_rollout",
                                                                        "tasks_from": "drain"},
          "vars": {"sglang_rollout_phase": "driver"}},
         {"name": "Keep the result", "ansible.builtin.copy": {
