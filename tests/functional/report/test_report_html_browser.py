@@ -140,7 +140,7 @@ def _run_playbook(tmp_path, hosts):
     reports = tmp_path / 'reports'
     inventory = {'all': {
         'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable},
-        'hosts': {'localhost': {'sglang_run_id': RUN_ID, 'sglang_report_run_dir': str(reports / 'all')}},
+        'hosts': {'localhost': {'sglang_rollout_run_id': RUN_ID, 'sglang_rollout_report_run_dir': str(reports / 'all')}},
         'children': {'sglang_servers': {'hosts': hosts}},
     }}
     preflight_vars = {
@@ -160,13 +160,13 @@ def _run_playbook(tmp_path, hosts):
             {'name': 'What the server, gateway and model stages published',
              'ansible.builtin.set_fact': {
                  'sglang_server_report': '{{ server_fields | llmserve.sglang.sglang_server_report }}',
-                 'sglang_gateway_out': '{{ gateway_out }}', 'sglang_gateway_in': '{{ gateway_in }}',
+                 'sglang_rollout_gateway_out': '{{ gateway_out }}', 'sglang_rollout_gateway_in': '{{ gateway_in }}',
                  'sglang_model_report': '{{ model_report }}'},
              'when': 'server_fields is defined'},
             {'name': 'Report every host', 'ansible.builtin.include_role': {
                 'name': 'llmserve.sglang.sglang_rollout', 'tasks_from': 'report'}},
             {'name': 'A second report directory for the demo hosts alone', 'ansible.builtin.set_fact': {
-                'sglang_report_run_dir': str(reports / 'demo')},
+                'sglang_rollout_report_run_dir': str(reports / 'demo')},
              'delegate_to': 'localhost', 'delegate_facts': True, 'run_once': True},
             {'name': 'Report the demo hosts', 'ansible.builtin.include_role': {
                 'name': 'llmserve.sglang.sglang_rollout', 'tasks_from': 'report'},

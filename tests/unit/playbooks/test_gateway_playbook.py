@@ -46,7 +46,7 @@ def test_the_role_runs_between_taking_and_releasing_the_lock():
             assert "always" in task.get("tags", [])
             assert task[LOCK].get("mode", "exclusive") == "exclusive"
             if "lease" in task[LOCK]:
-                assert task[LOCK]["lease"] == "{{ __sglang_lock_lease_gateway }}", "the host lock's lease"
+                assert task[LOCK]["lease"] == "{{ __sglang_rollout_lease_gateway }}", "the host lock's lease"
         elif "ansible.builtin.import_tasks" in task:
             steps.append("rollout:" + task["ansible.builtin.import_tasks"][:-4])
     assert steps == ["rollout:budgets", "rollout:begin", "gateway-lock:acquired", "rollout:steps",

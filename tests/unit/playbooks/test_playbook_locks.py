@@ -14,12 +14,14 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease import role_defaults
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 LOCK = "llmserve.sglang.run_lock"
 ROLLOUT = "llmserve.sglang.sglang_rollout"
 # drains hold it shared on each gateway host, gateway.yml exclusively (issue 24 #11)
 GATEWAY_LOCK = "/run/llmserve/sglang-gateway.lock"
-PHASE_LEASE = "{{ lookup('ansible.builtin.vars', '__sglang_lock_lease_' ~ sglang_rollout_phase) }}"
+PHASE_LEASE = "{{ lookup('ansible.builtin.vars', '__sglang_rollout_lease_' ~ sglang_rollout_phase) }}"
 
 
 def load(*parts):
@@ -135,14 +137,14 @@ def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches
     assert plan["hosts"] == "sglang_servers" and "serial" not in plan, "the plan play runs on every host at once"
     # the sglang_rollout role's default, visible to the play keyword because the play imports the role
     assert plan["max_fail_percentage"] == change["max_fail_percentage"] == "{{ sglang_rollout_max_fail_percentage }}"
-    assert change["serial"] == "{{ hostvars['localhost']['sglang_rollout']['sizes'] | default(1) }}"
-    assert change["hosts"] == "{{ hostvars['localhost']['sglang_rollout']['hosts'] | default([]) }}"
+    assert change["serial"] == "{{ hostvars['localhost']['sglang_rollout_order']['sizes'] | default(1) }}"
+    assert change["hosts"] == "{{ hostvars['localhost']['sglang_rollout_order']['hosts'] | default([]) }}"
     (block,) = [t for t in rollout_tasks("stage_plan") if "block" in t]
     (order,) = [t for t in block["always"] if t.get("ansible.builtin.import_tasks") == "order.yml"]
     assert order["vars"] == {"sglang_rollout_planned": True}, "only the hosts whose plan has changes"
     (group_by,) = [t for t in rollout_tasks("plan") if "ansible.builtin.group_by" in t]
     assert group_by["ansible.builtin.group_by"]["key"] == "sglang_plan_change"
-    assert group_by["when"] == "sglang_plan.changes | length > 0" and group_by["changed_when"] is False
+    assert group_by["when"] == "sglang_rollout_plan.changes | length > 0" and group_by["changed_when"] is False
 
 
 def test_site_reads_top_down():
@@ -188,7 +190,7 @@ def test_site_renews_the_lock_it_kept_and_takes_again_only_the_lock_it_gave_back
     (block,) = [t for t in rollout_tasks("stage_change") if "block" in t]
     begin = block["block"][0]
     assert begin["vars"]["sglang_rollout_keep_lock"] == \
-        "{{ hostvars['localhost']['sglang_rollout']['keep'] | default([]) }}"
+        "{{ hostvars['localhost']['sglang_rollout_order']['keep'] | default([]) }}"
     (take,) = [t for t in rollout_tasks("begin") if LOCK in t]
     state = take[LOCK]["state"]
     keep = {"sglang_rollout_keep_lock": ["h1"]}
@@ -215,7 +217,7 @@ def test_site_renews_the_lock_it_kept_and_takes_again_only_the_lock_it_gave_back
 def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
     order, release = rollout_tasks("order")
     assert order["run_once"] is True and order["delegate_to"] == "localhost" and order["delegate_facts"] is True
-    keep = order["ansible.builtin.set_fact"]["sglang_rollout"]["keep"]
+    keep = order["ansible.builtin.set_fact"]["sglang_rollout_order"]["keep"]
     assert keep == "{{ [] if __sglang_rollout_stops else __sglang_rollout_batches | first | default([]) }}"
     assert "not sglang_rollout_planned | bool" in order["vars"]["__sglang_rollout_stops"], "only after a plan"
     assert "sglang_rollout_batches(sglang_rollout_serial" in order["vars"]["__sglang_rollout_batches"]
@@ -223,7 +225,7 @@ def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
     assert release[LOCK] == {"owner": "{{ __sglang_rollout_owner }}", "state": "released"}
     assert release["when"] == ["sglang_rollout_planned | bool", "sglang_rollout_lock is defined",
                                "sglang_rollout_lock is succeeded",
-                               "inventory_hostname not in hostvars['localhost']['sglang_rollout']['keep']"]
+                               "inventory_hostname not in hostvars['localhost']['sglang_rollout_order']['keep']"]
 
 
 def test_site_drains_through_the_gateways_only_around_a_restart():
@@ -232,7 +234,7 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
     prewarm = warm["block"][-1]
     assert prewarm["ansible.builtin.include_role"] == {
         "name": "llmserve.sglang.sglang_server", "tasks_from": "prewarm",
-        "apply": {"tags": ["always"], "timeout": "{{ sglang_prewarm_timeout }}"}}
+        "apply": {"tags": ["always"], "timeout": "{{ sglang_rollout_prewarm_timeout }}"}}
     assert warm["when"] == ["sglang_rollout_restarts | bool", "(nvidia_driver_plan.apply | default('none')) != 'reboot'"]
     assert "sglang_rollout_max_unavailable" in assert_["ansible.builtin.assert"]["that"]
     assert "sglang_rollout_serial" in assert_["ansible.builtin.assert"]["that"]
@@ -248,10 +250,10 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
     drains = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_drains"]
     variables = {"__sglang_rollout_gateways": ["gw"], "__sglang_rollout_rank0": True}
     serving = {"restart_needed": True, "serving": True}
-    assert render_text(drains, dict(variables, sglang_plan=serving)) is True
+    assert render_text(drains, dict(variables, sglang_rollout_plan=serving)) is True
     # a server that does not run yet (first deployment) or is not restarted is not drained
-    assert render_text(drains, dict(variables, sglang_plan=dict(serving, serving=False))) is False
-    assert render_text(drains, dict(variables, sglang_plan=dict(serving, restart_needed=False))) is False
+    assert render_text(drains, dict(variables, sglang_rollout_plan=dict(serving, serving=False))) is False
+    assert render_text(drains, dict(variables, sglang_rollout_plan=dict(serving, restart_needed=False))) is False
     # restart.yml has no plan: every rank 0 is drained; without gateways nothing; the other nodes never
     assert render_text(drains, variables) is True
     assert render_text(drains, dict(variables, __sglang_rollout_gateways=[])) is False
@@ -285,8 +287,11 @@ def test_the_lock_is_renewed_for_the_prewarm_right_before_it_reads():
     assert "ansible.builtin.debug" in go_on and "when" not in go_on
     specs = load("roles", "sglang_rollout", "meta", "argument_specs.yml")["argument_specs"]
     assert "prewarm" in specs["renew"]["options"]["sglang_rollout_phase"]["choices"]
-    assert specs["drain"]["options"]["sglang_prewarm_timeout"]["default"] == \
-        load("roles", "sglang_rollout", "defaults", "main.yml")["sglang_prewarm_timeout"]
+    # the default reads the deprecated sglang_prewarm_timeout first; without it, the spec's default
+    assert load("roles", "sglang_rollout", "defaults", "main.yml")["sglang_rollout_prewarm_timeout"] == \
+        "{{ sglang_prewarm_timeout | default(1800) }}"
+    assert specs["drain"]["options"]["sglang_rollout_prewarm_timeout"]["default"] == \
+        role_defaults()["sglang_rollout_prewarm_timeout"] == 1800
 
 
 def test_rank_zero_comes_from_sglang_servers_public_fact():
@@ -307,9 +312,9 @@ def test_begin_names_the_run_and_takes_the_lock_with_the_phases_lease():
     assert ranges["vars"]["__sglang_rollout_range_problems"] == \
         "{{ __sglang_rollout_ranges | llmserve.sglang.range_problems }}", "bad settings stop before the lock"
     assert name["run_once"] is True and name["delegate_to"] == "localhost" and name["delegate_facts"] is True
-    assert name["when"] == "hostvars['localhost']['sglang_run_id'] is not defined"
+    assert name["when"] == "hostvars['localhost']['sglang_rollout_run_id'] is not defined"
     assert take[LOCK]["owner"] == "{{ __sglang_rollout_owner }}"
-    assert take[LOCK]["wait"] == "{{ sglang_lock_wait }}" and take[LOCK]["lease"] == PHASE_LEASE
+    assert take[LOCK]["wait"] == "{{ sglang_rollout_lock_wait }}" and take[LOCK]["lease"] == PHASE_LEASE
     assert take[LOCK]["mode"] == "{{ sglang_rollout_lock_mode }}"
     assert take["register"] == "sglang_rollout_lock"
     (renew,) = rollout_tasks("renew")
@@ -331,14 +336,14 @@ def test_end_releases_only_a_lock_this_play_took():
 def test_every_lease_comes_from_the_lease_filter():
     """No lease arithmetic in YAML: the role's per-phase leases are filter calls, and every lock takes one of them."""
     variables = load("roles", "sglang_rollout", "vars", "main.yml")
-    leases = {k: v for k, v in variables.items() if k.startswith("__sglang_lock_lease_")}
+    leases = {k: v for k, v in variables.items() if k.startswith("__sglang_rollout_lease_")}
     assert len(leases) == 13
     for name, expression in leases.items():
-        phase = name[len("__sglang_lock_lease_"):]
-        assert expression.strip() == ("{{ '%s' | llmserve.sglang.sglang_rollout_lease(__sglang_rollout_lease_settings, "
+        phase = name[len("__sglang_rollout_lease_"):]
+        assert expression.strip() == ("{{ '%s' | llmserve.sglang.sglang_rollout_lease(__sglang_rollout_all_budgets, "
                                       "__sglang_rollout_gateways) }}" % phase), name
-    allowed = (PHASE_LEASE, "{{ __sglang_lock_lease_gateway }}",
-               "{{ lookup('ansible.builtin.vars', '__sglang_lock_lease_' ~ sglang_rollout_hold_phase) }}")
+    allowed = (PHASE_LEASE, "{{ __sglang_rollout_lease_gateway }}",
+               "{{ lookup('ansible.builtin.vars', '__sglang_rollout_lease_' ~ sglang_rollout_hold_phase) }}")
     locks = 0
     for path in glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True):
         for play in load(path):
@@ -378,7 +383,10 @@ def test_no_inline_defaults_for_the_rollout_variables():
     for entry, spec in specs.items():
         for name, option in spec["options"].items():
             if name in defaults and "default" in option:
-                assert option["default"] == defaults[name], (entry, name)
+                # a renamed setting's default reads its deprecated name first: "{{ OLD | default(VALUE) }}"
+                renamed = re.match(r"^\{\{ \w+ \| default\((.*)\) \}\}$", str(defaults[name]))
+                expected = yaml.safe_load(renamed.group(1)) if renamed else defaults[name]
+                assert option["default"] == expected, (entry, name)
 
 
 # --- restart.yml, rollback.yml, the audit, the rejoin play -------------------------------------------------------------
@@ -395,7 +403,7 @@ def test_restart_drains_renews_restarts_and_puts_back():
     (drain,) = [t for t in flatten(rollout_tasks("stage_change")) if t.get("ansible.builtin.import_tasks") == "drain.yml"]
     restarts = drain["vars"]["sglang_rollout_restarts"]
     assert render_text(restarts, {}) is True
-    assert render_text(restarts, {"sglang_plan": {"restart_needed": False}}) is False
+    assert render_text(restarts, {"sglang_rollout_plan": {"restart_needed": False}}) is False
     assert restart["max_fail_percentage"] == "{{ sglang_rollout_max_fail_percentage }}"
     # the host report (its time out of rotation) is written, for a host that did not come back too
     (end,) = [t for t in flatten(rollout_tasks("stage_change")) if t.get("ansible.builtin.import_tasks") == "end.yml"]
@@ -483,18 +491,18 @@ def test_a_drain_holds_each_gateway_lock_shared_before_it_takes_the_worker_out()
     hold, drain = rollout_tasks("gateway_out")[:2]
     assert hold[LOCK]["path"] == GATEWAY_LOCK and hold[LOCK]["mode"] == "shared"
     # one holder per worker: workers of several runs drain at once, each releases only its own hold
-    assert hold[LOCK]["owner"] == "{{ hostvars['localhost']['sglang_run_id'] }} drain {{ inventory_hostname }}"
-    assert hold[LOCK]["wait"] == "{{ sglang_lock_wait }}"
-    assert hold[LOCK]["lease"] == "{{ lookup('ansible.builtin.vars', '__sglang_lock_lease_' ~ sglang_rollout_hold_phase) }}"
-    assert hold["delegate_to"] == drain["delegate_to"] == "{{ __sglang_gw }}"
+    assert hold[LOCK]["owner"] == "{{ hostvars['localhost']['sglang_rollout_run_id'] }} drain {{ inventory_hostname }}"
+    assert hold[LOCK]["wait"] == "{{ sglang_rollout_lock_wait }}"
+    assert hold[LOCK]["lease"] == "{{ lookup('ansible.builtin.vars', '__sglang_rollout_lease_' ~ sglang_rollout_hold_phase) }}"
+    assert hold["delegate_to"] == drain["delegate_to"] == "{{ __sglang_rollout_gw }}"
     assert hold["loop"] == drain["loop"] and hold["vars"] == drain["vars"], "a hold in every gateway it drains from"
     assert drain["llmserve.sglang.gateway_worker"]["state"] == "absent"
     release = rollout_tasks("end")[0]["always"][0]
     assert release[LOCK] == {"path": GATEWAY_LOCK, "owner": "{{ __sglang_rollout_owner }} drain {{ inventory_hostname }}",
                              "state": "released"}
     assert render_text(release[LOCK]["owner"], {"__sglang_rollout_owner": "r1", "inventory_hostname": "h"}) == \
-        render_text(hold[LOCK]["owner"], {"hostvars": {"localhost": {"sglang_run_id": "r1"}}, "inventory_hostname": "h"})
-    assert release["delegate_to"] == "{{ __sglang_hold.__sglang_gw }}"
+        render_text(hold[LOCK]["owner"], {"hostvars": {"localhost": {"sglang_rollout_run_id": "r1"}}, "inventory_hostname": "h"})
+    assert release["delegate_to"] == "{{ __sglang_rollout_hold.__sglang_rollout_gw }}"
     assert hold["register"] in release["loop"] and "'shared'" in release["loop"], "only the holds that were taken"
     # released before the host's own lock, at the end of the batch
     assert [LOCK in t for t in flatten(rollout_tasks("end"))] == [False, True, True]

@@ -27,7 +27,7 @@ def _run(tmp_path, tasks):
     report_dir = tmp_path / "work" / "reports" / "run-1"
     inventory = {"all": {
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
-        "hosts": {"localhost": {"sglang_run_id": "run-1", "sglang_report_run_dir": str(report_dir)}},
+        "hosts": {"localhost": {"sglang_rollout_run_id": "run-1", "sglang_rollout_report_run_dir": str(report_dir)}},
         "children": {"named": {"hosts": {name: {} for name in HOSTS}}},
     }}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
@@ -49,7 +49,7 @@ def _run(tmp_path, tasks):
 def test_gateway_reports_stay_in_the_report_directory(tmp_path):
     task = next(t for t in flatten(load("roles", "sglang_rollout", "tasks", "stage_gateway.yml"))
                 if t.get("name") == "Write the gateway's report (JSON)")
-    directory = {"path": "{{ hostvars['localhost']['sglang_report_run_dir'] }}/gateways", "state": "directory",
+    directory = {"path": "{{ hostvars['localhost']['sglang_rollout_report_run_dir'] }}/gateways", "state": "directory",
                  "mode": "0755"}
     tasks = [{"name": "A gateway result", "ansible.builtin.set_fact": {"sglang_gateway_report": {"ok": True}}},
              {"name": "Make the directory", "ansible.builtin.file": directory, "delegate_to": "localhost",

@@ -77,7 +77,7 @@ def _run(tmp_path, url, report_dir=None):
     report_dir = report_dir or (tmp_path / "reports" / "run-1")
     inventory = {"all": {
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
-        "hosts": {"localhost": {"sglang_run_id": "run-1", "sglang_report_run_dir": str(report_dir)}},
+        "hosts": {"localhost": {"sglang_rollout_run_id": "run-1", "sglang_rollout_report_run_dir": str(report_dir)}},
         "children": {"sglang_servers": {"hosts": {name: {} for name in HOSTS}}},
     }}
     fields = ("{{ {'state': 'serving', 'ready': true, 'version': __info.json.version,"
@@ -88,7 +88,7 @@ def _run(tmp_path, url, report_dir=None):
         "hosts": "sglang_servers", "gather_facts": False,
         # each host's own lock, in a private directory of the test
         "module_defaults": {"llmserve.sglang.run_lock": {"path": str(locks) + "/{{ inventory_hostname }}.lock"}},
-        "vars": {"sglang_metrics_textfile_dir": str(textfiles), "sglang_rollout_run_outcome": True},
+        "vars": {"sglang_rollout_metrics_textfile_dir": str(textfiles), "sglang_rollout_run_outcome": True},
         "tasks": [{
             "block": [
                 {"name": "Take the per-host lock (as tasks/begin.yml does)",

@@ -27,8 +27,8 @@ def test_the_rotation_record_reaches_every_report_file_and_the_artifacts(tmp_pat
     # gpu-1 was drained, restarted and put back; gpu-2 did not change (no restart, no gateway)
     inventory = {"all": {
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
-        "hosts": {"localhost": {"sglang_run_id": "run-1", "sglang_report_run_dir": str(report_dir)},
-                  "gpu-1": {"sglang_server_report": SG, "sglang_gateway_out": OUT, "sglang_gateway_in": IN},
+        "hosts": {"localhost": {"sglang_rollout_run_id": "run-1", "sglang_rollout_report_run_dir": str(report_dir)},
+                  "gpu-1": {"sglang_server_report": SG, "sglang_rollout_gateway_out": OUT, "sglang_rollout_gateway_in": IN},
                   "gpu-2": {"sglang_server_report": {"state": "serving", "ready": True, "restarted": False}}}}}
     tasks = [{"name": "The host report",
               "ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_rollout", "tasks_from": "report"}}]

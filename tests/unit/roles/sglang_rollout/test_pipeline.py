@@ -19,7 +19,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease impo
 from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_playbook
 
 LOCK = "llmserve.sglang.run_lock"
-SETTINGS = {"sglang_lock_lease": 300}
+SETTINGS = {"sglang_rollout_lock_lease": 300}
 # a step that writes what it saw: its name, a variable of its own, the lock handed to it and the lock's current lease
 RECORDER = """
 - name: Record this step
@@ -57,7 +57,7 @@ def work(tmp_path):
 
 def _run(work, stage, steps, *args, extra=None):
     variables = dict(SETTINGS, journal=str(work / "journal"), locks=str(work / "locks"),
-                     sglang_report_dir=str(work / "reports"), **(extra or {}))
+                     sglang_rollout_report_dir=str(work / "reports"), **(extra or {}))
     (work / "vars.json").write_text(json.dumps(variables))
     play = [{"hosts": "localhost", "gather_facts": False,
              "module_defaults": {LOCK: {"path": str(work / "locks" / "sglang.lock")}},
@@ -166,7 +166,7 @@ def test_a_failing_step_still_gives_the_lock_back(work):
 
 def test_the_audit_holds_the_lock_shared(work):
     rc, out = _run(work, "audit", [{"role": "recorder", "vars": {"recorder_name": "audit"}}],
-                   extra={"sglang_audit_probe": False})
+                   extra={"sglang_rollout_audit_probe": False})
     assert rc == 0, out
     (lock,) = _journal(work, ".locks")
     assert lock["mode"] == "shared" and [h["lease"] for h in lock["holders"]] == [phase_lease("audit", SETTINGS)]

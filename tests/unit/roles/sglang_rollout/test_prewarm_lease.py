@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The pre-warm under the per-host lock has a lease of its own (issue 45 #7): the sglang_rollout role's drain entry point
 renews the lock with the lease of the phase prewarm right before it reads the weights, and the read stops after
-sglang_prewarm_timeout, the bound that lease counts on. Run for real on localhost: rollout:begin takes the lock
+sglang_rollout_prewarm_timeout, the bound that lease counts on. Run for real on localhost: rollout:begin takes the lock
 (redirected into tmp_path with module_defaults), then rollout:drain as site.yml imports it (no gateways here)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ LOCK = "llmserve.sglang.run_lock"
 PREWARM_TASK = ("TASK [llmserve.sglang.sglang_server : Read the weights into the page cache before the host leaves "
                 "rotation]")
 RENEW_TASK = "TASK [llmserve.sglang.sglang_rollout : Renew the per-host deployment lock, with the lease of the phase prewarm]"
-SETTINGS = {"sglang_lock_lease": 300, "sglang_prewarm_timeout": 1000}
+SETTINGS = {"sglang_rollout_lock_lease": 300, "sglang_rollout_prewarm_timeout": 1000}
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_the_lock_is_renewed_with_the_prewarm_lease_right_before_the_read(tmp_pa
 
 def test_a_run_that_lost_its_lock_stops_before_the_read(tmp_path, model_dir):
     # another run took the lock over meanwhile (this run's lease ran out)
-    take_over = [{"name": "Give the lock up", LOCK: {"owner": "{{ hostvars['localhost']['sglang_run_id'] }}",
+    take_over = [{"name": "Give the lock up", LOCK: {"owner": "{{ hostvars['localhost']['sglang_rollout_run_id'] }}",
                                                      "state": "released"}},
                  {"name": "Another run takes it", LOCK: {"owner": "another-run", "lease": 600}}]
     rc, prewarm, record, out = _run(tmp_path, {"sglang_rollout_restarts": True, "sglang_server_model_path": model_dir,
@@ -117,15 +117,15 @@ def test_a_prewarm_that_runs_out_of_time_is_left_and_the_run_goes_on(tmp_path, m
     try:
         rc, prewarm, record, out = _run(
             tmp_path, {"sglang_rollout_restarts": True, "sglang_server_model_path": model_dir,
-                       "sglang_server_prewarm": "always", "sglang_prewarm_timeout": 3},
+                       "sglang_server_prewarm": "always", "sglang_rollout_prewarm_timeout": 3},
             module_defaults={"llmserve.sglang.model_prewarm": {"meminfo": fifo}}, timeout=90)
     finally:
         _release(fifo)
     assert rc == 0, out
     assert "Timed out after 3 second(s)" in out and "rescued=1" in out, out
-    assert "took longer than sglang_prewarm_timeout (3 s)" in out, out
+    assert "took longer than sglang_rollout_prewarm_timeout (3 s)" in out, out
     assert prewarm["failed"] is True and "timedout" in prewarm
-    assert _lease(record) == phase_lease("prewarm", dict(SETTINGS, sglang_prewarm_timeout=3))
+    assert _lease(record) == phase_lease("prewarm", dict(SETTINGS, sglang_rollout_prewarm_timeout=3))
 
 
 def test_any_other_prewarm_failure_still_stops_the_host(tmp_path, model_dir):
