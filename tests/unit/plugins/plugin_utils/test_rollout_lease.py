@@ -328,3 +328,17 @@ def test_each_role_owns_its_budget():
 def test_bad_input_names_the_variable(phase, settings, gateways, message):
     with pytest.raises(LeaseError, match=message):
         phase_lease(phase, settings, gateways)
+
+
+def test_the_renamed_settings_defaults_are_their_own_without_an_inventory():
+    """The rollout's renamed settings read their deprecated names first (defaults/main.yml); the filter, which never
+    sees an inventory for a name no one gave it, takes the value after ``default(``."""
+    defaults = role_defaults()
+    assert defaults["sglang_rollout_lock_lease"] == 300
+    assert defaults["sglang_rollout_lock_install_seconds"] == 1800
+    assert defaults["sglang_rollout_prewarm_timeout"] == 1800
+    assert defaults["sglang_rollout_drain_timeout"] == 600
+    assert defaults["sglang_rollout_gateway_healthy_timeout"] == 300
+    assert defaults["sglang_rollout_audit_probe_timeout"] == 30
+    assert not any(isinstance(v, str) and "{{" in v for v in defaults.values())
+    assert phase_lease("plan", {}) == phase_lease("plan", {"sglang_rollout_lock_lease": 300})

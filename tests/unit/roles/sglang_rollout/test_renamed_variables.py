@@ -72,9 +72,9 @@ def test_the_argument_specs_and_the_role_use_only_the_new_names():
         options = spec.get("options") or {}
         assert not set(options) & set(RENAMES), entry
     assert set(RENAMES.values()) <= {name for spec in specs.values() for name in spec.get("options") or {}}
-    # the old names appear only in the defaults (read first) and in the mapping
+    # the old names appear only in the defaults (read first) and in the mapping (and the README's table of them)
     for path in glob.glob(os.path.join(ROLE, "**", "*"), recursive=True):
-        if not os.path.isfile(path) or path.endswith(os.path.join("defaults", "main.yml")):
+        if not os.path.isfile(path) or path.endswith((os.path.join("defaults", "main.yml"), "README.md")):
             continue
         with open(path) as handle:
             text = handle.read()
