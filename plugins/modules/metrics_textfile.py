@@ -82,7 +82,7 @@ EXAMPLES = r"""
   become: true
   llmserve.sglang.metrics_textfile:
     path: /var/lib/prometheus/node-exporter/llmserve_gpu.prom
-    metrics: "{{ sglang_host_report | llmserve.sglang.sglang_host_metrics('gpu') }}"
+    metrics: "{{ sglang_rollout_host_report | llmserve.sglang.sglang_host_metrics('gpu') }}"
 """
 
 RETURN = r"""

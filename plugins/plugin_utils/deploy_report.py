@@ -7,9 +7,9 @@
 ``sglang_server_report``); a stage that did not run (tags, failure) gives ``None`` and shows as "not run".
 ``gateway_states`` turns the results of taking a worker out of its gateways and putting it back
 (llmserve.sglang.gateway_worker, looped over the gateways) into the host's rows of gateway state.
-The site playbook's plan (``sglang_plan``: what the run planned to change on the host) is kept with it.
+The site playbook's plan (``sglang_rollout_plan``: what the run planned to change on the host) is kept with it.
 ``host_rows`` gives the rows of one host's table, for the play output (``render_text``) and the Markdown template
-(``roles/rollout/templates/sglang_report.md.j2``).
+(``roles/sglang_rollout/templates/sglang_report.md.j2``).
 ``report_file_name`` turns a host's inventory name into the name of its report files.
 ``host_stats`` cuts a host report down to the few values a job's custom stats carry (``set_stats``: the AWX job
 artifacts that later workflow nodes get as extra vars).
@@ -210,7 +210,7 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
     """Return the report dict of one host. Every argument but ``host`` may be ``None``.
 
     ``gateways`` is the list from ``gateway_states`` (empty or ``None``: no gateway was touched this run);
-    ``plan`` is the site playbook's ``sglang_plan``; ``model`` the sglang_model role's ``sglang_model_report``
+    ``plan`` is the site playbook's ``sglang_rollout_plan``; ``model`` the sglang_model role's ``sglang_model_report``
     (repository, revision, bytes, what was downloaded, read and verified on this host); ``rotation`` the record of
     ``rotation.rotation_record`` (the worker's time out of rotation; ``None`` when it neither left a gateway nor
     restarted).

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The node exporter textfile metrics of one host, from its host report (``deploy_report.build_host_report``).
 
-Two parts, each written to its own file by llmserve.sglang.metrics_textfile (``roles/rollout/tasks/report.yml``):
+Two parts, each written to its own file by llmserve.sglang.metrics_textfile (``roles/sglang_rollout/tasks/report.yml``):
 
 * ``gpu`` (``llmserve_gpu.prom``): what the preflight saw of the GPUs: Xid events per GPU, code and fatality, DMA
   faults per GPU, the P2P verdict per tested pair, the preflight verdict, and whether the next boot is safe (with

@@ -5,13 +5,13 @@
 """The lease of the per-host lock (``llmserve.sglang.run_lock``) for each phase of the operator playbooks.
 
 One rule for every phase: the lease is the phase's worst case (the timeouts of its steps added up) plus
-``sglang_lock_lease``. A run that dies frees the host when the lease of its current phase ends; a live run never
+``sglang_rollout_lock_lease``. A run that dies frees the host when the lease of its current phase ends; a live run never
 loses the lock in the middle of a phase, because it renews the lock at every phase boundary with the next phase's
 lease. A phase that gets a new long step must have it added here (tests/unit/plugins/plugin_utils/
 test_rollout_lease.py reads the roles' task timeouts and fails when a lease no longer covers them).
 
-The inputs are role variables by name: the rollout role's own, and the budgets the roles of a play's steps publish
-before the lock is taken (their entry point ``budget``, ``ROLE_budget``; roles/rollout/tasks/budgets.yml). A name no
+The inputs are role variables by name: the sglang_rollout role's own, and the budgets the roles of a play's steps publish
+before the lock is taken (their entry point ``budget``, ``ROLE_budget``; roles/sglang_rollout/tasks/budgets.yml). A name no
 budget gave (a role that is not a step of the play) is read from the collection's own
 ``roles/*/defaults/main.yml``: there is one default per variable, never a copy.
 """
@@ -22,16 +22,17 @@ import os
 
 import yaml
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.template import Templar, trust_as_template
 
 # The variables the rules below read: the rollout's own and the roles' budgets (tests/unit/plugins/plugin_utils/
 # test_rollout_lease.py checks that together they publish exactly these).
 INPUTS = (
-    "sglang_lock_lease",
-    "sglang_lock_install_seconds",
-    "sglang_gateway_drain_timeout",
-    "sglang_gateway_healthy_timeout",
-    "sglang_audit_probe_timeout",
-    "sglang_prewarm_timeout",
+    "sglang_rollout_lock_lease",
+    "sglang_rollout_lock_install_seconds",
+    "sglang_rollout_drain_timeout",
+    "sglang_rollout_gateway_healthy_timeout",
+    "sglang_rollout_audit_probe_timeout",
+    "sglang_rollout_prewarm_timeout",
     "iommu_preflight_p2p_test",
     "iommu_preflight_p2p_timeout",
     "nvidia_driver_apply",
@@ -49,7 +50,7 @@ INPUTS = (
 )
 
 # iommu_preflight's P2P test may take iommu_preflight_p2p_timeout per ordered GPU pair, plus its start-up; counted
-# for 8 GPUs like the role's own task timeout (hosts with more GPUs raise sglang_lock_lease)
+# for 8 GPUs like the role's own task timeout (hosts with more GPUs raise sglang_rollout_lock_lease)
 P2P_GPUS = 8
 P2P_STARTUP = 120
 # restart.yml: the two 30 s probes after the readiness wait (/metrics, /server_info)
@@ -75,8 +76,19 @@ def role_defaults():
             if os.path.isfile(path):
                 with open(path) as handle:
                     values = yaml.safe_load(handle) or {}
-                _DEFAULTS.update({k: v for k, v in values.items() if k in INPUTS})
+                _DEFAULTS.update({k: _own_default(v) for k, v in values.items() if k in INPUTS})
     return _DEFAULTS
+
+
+def _own_default(value):
+    """A default as it is without an inventory: a renamed setting's default reads its deprecated name first
+    (``"{{ sglang_lock_lease | default(300) }}"``), and that is its own default when nothing sets the old name."""
+    if not isinstance(value, str) or "{{" not in value:
+        return value
+    try:
+        return Templar(loader=None, variables={}).template(trust_as_template(value))
+    except Exception:
+        return value
 
 
 class _Settings(object):
@@ -138,13 +150,13 @@ def _restart_and_verify(s):
 
 def _plan(s, gateways):
     # the preflight's P2P test, then the readiness wait of a host whose plan is empty
-    return s.seconds("sglang_lock_lease") + _p2p(s) + s.seconds("sglang_server_ready_timeout")
+    return s.seconds("sglang_rollout_lock_lease") + _p2p(s) + s.seconds("sglang_server_ready_timeout")
 
 
 def _driver(s, gateways):
     # a reboot may take nvidia_driver_reboot_timeout; a reload stops and starts each GPU service
     apply = s.text("nvidia_driver_apply")
-    lease = s.seconds("sglang_lock_lease")
+    lease = s.seconds("sglang_rollout_lock_lease")
     if apply == "reboot":
         lease += s.seconds("nvidia_driver_reboot_timeout")
     elif apply == "reload":
@@ -155,19 +167,19 @@ def _driver(s, gateways):
 
 def _drain(s, gateways):
     # the start of a batch: the drain in each gateway, then the driver phase
-    return _driver(s, gateways) + s.seconds("sglang_gateway_drain_timeout") * gateways
+    return _driver(s, gateways) + s.seconds("sglang_rollout_drain_timeout") * gateways
 
 
 def _prewarm(s, gateways):
     # drain.yml renews right before the pre-warm (the weights read into the page cache, at most
-    # sglang_prewarm_timeout, the task's timeout), then the drain phase: the next renewal comes after the drain, or
+    # sglang_rollout_prewarm_timeout, the task's timeout), then the drain phase: the next renewal comes after the drain, or
     # after the driver role where nothing is drained
-    return s.seconds("sglang_prewarm_timeout") + _drain(s, gateways)
+    return s.seconds("sglang_rollout_prewarm_timeout") + _drain(s, gateways)
 
 
 def _rejoin(s, gateways):
     # back into the gateways: the wait until each one routes to the host again
-    return s.seconds("sglang_lock_lease") + s.seconds("sglang_gateway_healthy_timeout") * gateways
+    return s.seconds("sglang_rollout_lock_lease") + s.seconds("sglang_rollout_gateway_healthy_timeout") * gateways
 
 
 def _deploy(s, gateways):
@@ -180,8 +192,8 @@ def _deploy(s, gateways):
 
 
 def _sglang(s, gateways):
-    # sglang_server as a whole: the install first (pip has no timeout of its own: sglang_lock_install_seconds)
-    return s.seconds("sglang_lock_install_seconds") + _deploy(s, gateways)
+    # sglang_server as a whole: the install first (pip has no timeout of its own: sglang_rollout_lock_install_seconds)
+    return s.seconds("sglang_rollout_lock_install_seconds") + _deploy(s, gateways)
 
 
 def _hold(s, gateways):
@@ -198,23 +210,23 @@ def _restart(s, gateways):
 
 def _restart_batch(s, gateways):
     # restart.yml's whole batch: the drain in each gateway first
-    return _restart(s, gateways) + s.seconds("sglang_gateway_drain_timeout") * gateways
+    return _restart(s, gateways) + s.seconds("sglang_rollout_drain_timeout") * gateways
 
 
 def _rollback(s, gateways):
     # the restart (stop) and the readiness wait of the restored configuration
-    return s.seconds("sglang_lock_lease") + _stop(s) + s.seconds("sglang_server_ready_timeout")
+    return s.seconds("sglang_rollout_lock_lease") + _stop(s) + s.seconds("sglang_server_ready_timeout")
 
 
 def _audit(s, gateways):
     # preflight.yml: the P2P test when it is on, the endpoint probe
-    return s.seconds("sglang_lock_lease") + s.seconds("sglang_audit_probe_timeout") + _p2p(s)
+    return s.seconds("sglang_rollout_lock_lease") + s.seconds("sglang_rollout_audit_probe_timeout") + _p2p(s)
 
 
 def _gateway(s, gateways):
     # gateway.yml: the install, the old gateway's stop, the role's waits (readiness, two probes, the worker listing:
     # up to 3 x sglang_gateway_workers_timeout with its per-call timeouts)
-    return (s.seconds("sglang_lock_lease") + s.seconds("sglang_lock_install_seconds")
+    return (s.seconds("sglang_rollout_lock_lease") + s.seconds("sglang_rollout_lock_install_seconds")
             + s.seconds("sglang_gateway_shutdown_grace_period") + GATEWAY_STOP_SLACK
             + s.seconds("sglang_gateway_ready_timeout") + GATEWAY_PROBES
             + 3 * s.seconds("sglang_gateway_workers_timeout") + GATEWAY_LISTING_SLACK)

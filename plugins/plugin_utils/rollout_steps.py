@@ -2,7 +2,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The steps an operator playbook declares for the rollout role (``sglang_rollout_steps``): what a step may say, and
+"""The steps an operator playbook declares for the sglang_rollout role (``sglang_rollout_steps``): what a step may say, and
 the problems of a list of them, each naming the step, the key and the rule, all at once and before anything runs."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 The role sets it in several places (a failure before the swap, a failed or a finished deployment, the probe of an
 unchanged server), each knowing only part of the values. ``server_report`` gives all of them one shape: every key
 of ``FIELDS``, ``None`` where the task had no value. A key outside ``FIELDS`` is refused, so a misspelt key in a
-task fails instead of quietly joining the report. Readers (deploy_report.build_host_report, the rollout role,
+task fails instead of quietly joining the report. Readers (deploy_report.build_host_report, the sglang_rollout role,
 preflight.yml, the molecule verifiers) can so rely on every key being there.
 """
 

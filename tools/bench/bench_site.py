@@ -59,7 +59,7 @@ def run_site(inventory, hosts, workdir, label, extra=()):
     logfile = os.path.join(workdir, "%s.log" % label)
     argv = [os.path.join(BIN, "ansible-playbook") if os.path.exists(os.path.join(BIN, "ansible-playbook"))
             else "ansible-playbook", SITE, "-i", inventory, "--limit", ",".join(hosts),
-            "-e", "sglang_report_dir=%s" % os.path.join(workdir, "reports")] + list(extra)
+            "-e", "sglang_rollout_report_dir=%s" % os.path.join(workdir, "reports")] + list(extra)
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()

@@ -2,12 +2,12 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """report.html in a real browser: headless Chromium from Debian (chromium-headless-shell) loads the run report that
-the rollout role writes, and the test reads the DOM the browser built.
+the sglang_rollout role writes, and the test reads the DOM the browser built.
 
 The report comes from a real run on localhost: ansible-playbook runs the iommu_preflight role on each host of a
 demo-like inventory (host state from a fixture tree, the P2P test is the shipped p2p_check.py on the stand-in CUDA
 runtime, with a broken pair on one host and the test off on another), the host report is built by the role's own
-filters from that and from server, gateway and model results in the shape the roles publish, and the rollout role's
+filters from that and from server, gateway and model results in the shape the roles publish, and the sglang_rollout role's
 report entry point writes report.json, report.md and report.html in one module call. One host has a hostile
 inventory name; a second report of the same run leaves it out, for the screenshot in the README.
 
@@ -140,7 +140,7 @@ def _run_playbook(tmp_path, hosts):
     reports = tmp_path / 'reports'
     inventory = {'all': {
         'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable},
-        'hosts': {'localhost': {'sglang_run_id': RUN_ID, 'sglang_report_run_dir': str(reports / 'all')}},
+        'hosts': {'localhost': {'sglang_rollout_run_id': RUN_ID, 'sglang_rollout_report_run_dir': str(reports / 'all')}},
         'children': {'sglang_servers': {'hosts': hosts}},
     }}
     preflight_vars = {
@@ -160,16 +160,16 @@ def _run_playbook(tmp_path, hosts):
             {'name': 'What the server, gateway and model stages published',
              'ansible.builtin.set_fact': {
                  'sglang_server_report': '{{ server_fields | llmserve.sglang.sglang_server_report }}',
-                 'sglang_gateway_out': '{{ gateway_out }}', 'sglang_gateway_in': '{{ gateway_in }}',
+                 'sglang_rollout_gateway_out': '{{ gateway_out }}', 'sglang_rollout_gateway_in': '{{ gateway_in }}',
                  'sglang_model_report': '{{ model_report }}'},
              'when': 'server_fields is defined'},
             {'name': 'Report every host', 'ansible.builtin.include_role': {
-                'name': 'llmserve.sglang.rollout', 'tasks_from': 'report'}},
+                'name': 'llmserve.sglang.sglang_rollout', 'tasks_from': 'report'}},
             {'name': 'A second report directory for the demo hosts alone', 'ansible.builtin.set_fact': {
-                'sglang_report_run_dir': str(reports / 'demo')},
+                'sglang_rollout_report_run_dir': str(reports / 'demo')},
              'delegate_to': 'localhost', 'delegate_facts': True, 'run_once': True},
             {'name': 'Report the demo hosts', 'ansible.builtin.include_role': {
-                'name': 'llmserve.sglang.rollout', 'tasks_from': 'report'},
+                'name': 'llmserve.sglang.sglang_rollout', 'tasks_from': 'report'},
              'vars': {'__sglang_rollout_report_hosts': DEMO}},
         ],
     }

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The operator playbooks are declared pipelines (issue 47): plays that call roles and say which steps run, with no
 plain task, no `tags: [always]`, no private variable of a role and no `when:` decision; each operator playbook is at
-most 60 lines. The rollout role's stages do the rest (tests/unit/roles/rollout/test_pipeline.py runs them)."""
+most 60 lines. The sglang_rollout role's stages do the rest (tests/unit/roles/sglang_rollout/test_pipeline.py runs them)."""
 
 from __future__ import annotations
 

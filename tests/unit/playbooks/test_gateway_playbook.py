@@ -33,10 +33,10 @@ def test_the_role_runs_between_taking_and_releasing_the_lock():
     """The host's lock, then the gateway lock (exclusive: no worker is out of this gateway meanwhile, as drains
     hold it shared), both released whatever happens: the rollout's gateway stage, around the declared gateway step."""
     (task,) = gateway_play()["tasks"]
-    assert task["ansible.builtin.import_role"] == {"name": "llmserve.sglang.rollout"}
+    assert task["ansible.builtin.import_role"] == {"name": "llmserve.sglang.sglang_rollout"}
     assert task["vars"]["sglang_rollout_stage"] == "gateway"
     assert [s["role"] for s in task["vars"]["sglang_rollout_steps"]] == ["llmserve.sglang.sglang_gateway"]
-    stage = load("roles", "rollout", "tasks", "stage_gateway.yml")
+    stage = load("roles", "sglang_rollout", "tasks", "stage_gateway.yml")
     steps = []
     for task in flatten(stage):
         if LOCK in task:
@@ -46,7 +46,7 @@ def test_the_role_runs_between_taking_and_releasing_the_lock():
             assert "always" in task.get("tags", [])
             assert task[LOCK].get("mode", "exclusive") == "exclusive"
             if "lease" in task[LOCK]:
-                assert task[LOCK]["lease"] == "{{ __sglang_lock_lease_gateway }}", "the host lock's lease"
+                assert task[LOCK]["lease"] == "{{ __sglang_rollout_lease_gateway }}", "the host lock's lease"
         elif "ansible.builtin.import_tasks" in task:
             steps.append("rollout:" + task["ansible.builtin.import_tasks"][:-4])
     assert steps == ["rollout:budgets", "rollout:begin", "gateway-lock:acquired", "rollout:steps",

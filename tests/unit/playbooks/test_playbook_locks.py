@@ -1,4 +1,4 @@
-"""The playbooks hold the per-host lock the way docs/awx.md says, through the rollout role's entry points: exclusive for
+"""The playbooks hold the per-host lock the way docs/awx.md says, through the sglang_rollout role's entry points: exclusive for
 site/restart/rollback/gateway, shared for the audit, renewed at every phase boundary of site.yml and taken again
 after the driver role (a reboot empties /run). site.yml plans every host at once under the lock, gives it back
 except on the first batch of the rollout, and takes it again per batch of its change play. The leases themselves
@@ -14,12 +14,14 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease import role_defaults
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 LOCK = "llmserve.sglang.run_lock"
-ROLLOUT = "llmserve.sglang.rollout"
+ROLLOUT = "llmserve.sglang.sglang_rollout"
 # drains hold it shared on each gateway host, gateway.yml exclusively (issue 24 #11)
 GATEWAY_LOCK = "/run/llmserve/sglang-gateway.lock"
-PHASE_LEASE = "{{ lookup('ansible.builtin.vars', '__sglang_lock_lease_' ~ sglang_rollout_phase) }}"
+PHASE_LEASE = "{{ lookup('ansible.builtin.vars', '__sglang_rollout_lease_' ~ sglang_rollout_phase) }}"
 
 
 def load(*parts):
@@ -125,7 +127,7 @@ def test_site_stages_the_model_on_every_host_at_once_before_the_plan():
 
 
 def rollout_tasks(entry):
-    return load("roles", "rollout", "tasks", entry + ".yml")
+    return load("roles", "sglang_rollout", "tasks", entry + ".yml")
 
 
 # --- site.yml ----------------------------------------------------------------------------------------------------------
@@ -133,16 +135,16 @@ def rollout_tasks(entry):
 def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches():
     plan, change = site_plays()
     assert plan["hosts"] == "sglang_servers" and "serial" not in plan, "the plan play runs on every host at once"
-    # the rollout role's default, visible to the play keyword because the play imports the role
+    # the sglang_rollout role's default, visible to the play keyword because the play imports the role
     assert plan["max_fail_percentage"] == change["max_fail_percentage"] == "{{ sglang_rollout_max_fail_percentage }}"
-    assert change["serial"] == "{{ hostvars['localhost']['sglang_rollout']['sizes'] | default(1) }}"
-    assert change["hosts"] == "{{ hostvars['localhost']['sglang_rollout']['hosts'] | default([]) }}"
+    assert change["serial"] == "{{ hostvars['localhost']['sglang_rollout_order']['sizes'] | default(1) }}"
+    assert change["hosts"] == "{{ hostvars['localhost']['sglang_rollout_order']['hosts'] | default([]) }}"
     (block,) = [t for t in rollout_tasks("stage_plan") if "block" in t]
     (order,) = [t for t in block["always"] if t.get("ansible.builtin.import_tasks") == "order.yml"]
     assert order["vars"] == {"sglang_rollout_planned": True}, "only the hosts whose plan has changes"
     (group_by,) = [t for t in rollout_tasks("plan") if "ansible.builtin.group_by" in t]
     assert group_by["ansible.builtin.group_by"]["key"] == "sglang_plan_change"
-    assert group_by["when"] == "sglang_plan.changes | length > 0" and group_by["changed_when"] is False
+    assert group_by["when"] == "sglang_rollout_plan.changes | length > 0" and group_by["changed_when"] is False
 
 
 def test_site_reads_top_down():
@@ -160,7 +162,7 @@ def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
     assert rollout_of(change) == ("change", ["nvidia_driver(driver)", "sglang_server(sglang)"])
     assert stage_steps("change") == ["rollout:budgets", "rollout:begin", "rollout:drain", "rollout:steps", "rollout:rejoin",
                                      "rollout:end"]
-    stages = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_stages"]
+    stages = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_stages"]
     assert stages["plan"]["lease"] == "plan" and stages["change"] == {"lease": "drain", "hold": "hold"}
     # the probe proves only a server whose plan is empty
     (probe,) = [t for t in flatten(rollout_tasks("stage_plan")) if role_of(t) == "sglang_server:probe"]
@@ -188,7 +190,7 @@ def test_site_renews_the_lock_it_kept_and_takes_again_only_the_lock_it_gave_back
     (block,) = [t for t in rollout_tasks("stage_change") if "block" in t]
     begin = block["block"][0]
     assert begin["vars"]["sglang_rollout_keep_lock"] == \
-        "{{ hostvars['localhost']['sglang_rollout']['keep'] | default([]) }}"
+        "{{ hostvars['localhost']['sglang_rollout_order']['keep'] | default([]) }}"
     (take,) = [t for t in rollout_tasks("begin") if LOCK in t]
     state = take[LOCK]["state"]
     keep = {"sglang_rollout_keep_lock": ["h1"]}
@@ -197,8 +199,8 @@ def test_site_renews_the_lock_it_kept_and_takes_again_only_the_lock_it_gave_back
     # a later batch gave it back after the plan: it takes it again (waiting for a run that got in meanwhile)
     assert render_text(state, dict(keep, inventory_hostname="h2")) == "acquired"
     # after the driver role: taken again only when the plan said it reboots the host (/run is emptied);
-    # tests/unit/roles/rollout/test_pipeline.py runs it
-    variables = load("roles", "rollout", "vars", "main.yml")
+    # tests/unit/roles/sglang_rollout/test_pipeline.py runs it
+    variables = load("roles", "sglang_rollout", "vars", "main.yml")
     retake = variables["__sglang_rollout_step_after_reboot"]
     steps_ = [{"role": "llmserve.sglang.nvidia_driver"}, {"role": "llmserve.sglang.sglang_server"}]
     common = {"sglang_rollout_steps": steps_, "__sglang_rollout_reboot_roles": variables["__sglang_rollout_reboot_roles"]}
@@ -215,7 +217,7 @@ def test_site_renews_the_lock_it_kept_and_takes_again_only_the_lock_it_gave_back
 def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
     order, release = rollout_tasks("order")
     assert order["run_once"] is True and order["delegate_to"] == "localhost" and order["delegate_facts"] is True
-    keep = order["ansible.builtin.set_fact"]["sglang_rollout"]["keep"]
+    keep = order["ansible.builtin.set_fact"]["sglang_rollout_order"]["keep"]
     assert keep == "{{ [] if __sglang_rollout_stops else __sglang_rollout_batches | first | default([]) }}"
     assert "not sglang_rollout_planned | bool" in order["vars"]["__sglang_rollout_stops"], "only after a plan"
     assert "sglang_rollout_batches(sglang_rollout_serial" in order["vars"]["__sglang_rollout_batches"]
@@ -223,7 +225,7 @@ def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
     assert release[LOCK] == {"owner": "{{ __sglang_rollout_owner }}", "state": "released"}
     assert release["when"] == ["sglang_rollout_planned | bool", "sglang_rollout_lock is defined",
                                "sglang_rollout_lock is succeeded",
-                               "inventory_hostname not in hostvars['localhost']['sglang_rollout']['keep']"]
+                               "inventory_hostname not in hostvars['localhost']['sglang_rollout_order']['keep']"]
 
 
 def test_site_drains_through_the_gateways_only_around_a_restart():
@@ -232,7 +234,7 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
     prewarm = warm["block"][-1]
     assert prewarm["ansible.builtin.include_role"] == {
         "name": "llmserve.sglang.sglang_server", "tasks_from": "prewarm",
-        "apply": {"tags": ["always"], "timeout": "{{ sglang_prewarm_timeout }}"}}
+        "apply": {"tags": ["always"], "timeout": "{{ sglang_rollout_prewarm_timeout }}"}}
     assert warm["when"] == ["sglang_rollout_restarts | bool", "(nvidia_driver_plan.apply | default('none')) != 'reboot'"]
     assert "sglang_rollout_max_unavailable" in assert_["ansible.builtin.assert"]["that"]
     assert "sglang_rollout_serial" in assert_["ansible.builtin.assert"]["that"]
@@ -245,13 +247,13 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
     assert back["ansible.builtin.include_tasks"]["file"] == "gateway_in.yml"
     # a renewal after the drain and before the way back in: whenever the gateway step runs, so does the renewal
     assert out["when"] == renew_in["when"] == back["when"]
-    drains = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_drains"]
+    drains = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_drains"]
     variables = {"__sglang_rollout_gateways": ["gw"], "__sglang_rollout_rank0": True}
     serving = {"restart_needed": True, "serving": True}
-    assert render_text(drains, dict(variables, sglang_plan=serving)) is True
+    assert render_text(drains, dict(variables, sglang_rollout_plan=serving)) is True
     # a server that does not run yet (first deployment) or is not restarted is not drained
-    assert render_text(drains, dict(variables, sglang_plan=dict(serving, serving=False))) is False
-    assert render_text(drains, dict(variables, sglang_plan=dict(serving, restart_needed=False))) is False
+    assert render_text(drains, dict(variables, sglang_rollout_plan=dict(serving, serving=False))) is False
+    assert render_text(drains, dict(variables, sglang_rollout_plan=dict(serving, restart_needed=False))) is False
     # restart.yml has no plan: every rank 0 is drained; without gateways nothing; the other nodes never
     assert render_text(drains, variables) is True
     assert render_text(drains, dict(variables, __sglang_rollout_gateways=[])) is False
@@ -260,7 +262,7 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
 
 def test_the_lock_is_renewed_for_the_prewarm_right_before_it_reads():
     """Issue 45 #7: reading a large model takes minutes; the lease begin took for the drain phase must not run out
-    under it. tests/unit/roles/rollout/test_prewarm_lease.py runs it."""
+    under it. tests/unit/roles/sglang_rollout/test_prewarm_lease.py runs it."""
     tasks = list(flatten(rollout_tasks("drain")))
     (warm,) = [t for t in rollout_tasks("drain")
                if any(role_of(x) == "sglang_server:prewarm" for x in t.get("block", []))]
@@ -283,33 +285,36 @@ def test_the_lock_is_renewed_for_the_prewarm_right_before_it_reads():
     stop, go_on = warm["rescue"]
     assert "ansible.builtin.fail" in stop and stop["when"] == "ansible_failed_result.timedout is not defined"
     assert "ansible.builtin.debug" in go_on and "when" not in go_on
-    specs = load("roles", "rollout", "meta", "argument_specs.yml")["argument_specs"]
+    specs = load("roles", "sglang_rollout", "meta", "argument_specs.yml")["argument_specs"]
     assert "prewarm" in specs["renew"]["options"]["sglang_rollout_phase"]["choices"]
-    assert specs["drain"]["options"]["sglang_prewarm_timeout"]["default"] == \
-        load("roles", "rollout", "defaults", "main.yml")["sglang_prewarm_timeout"]
+    # the default reads the deprecated sglang_prewarm_timeout first; without it, the spec's default
+    assert load("roles", "sglang_rollout", "defaults", "main.yml")["sglang_rollout_prewarm_timeout"] == \
+        "{{ sglang_prewarm_timeout | default(1800) }}"
+    assert specs["drain"]["options"]["sglang_rollout_prewarm_timeout"]["default"] == \
+        role_defaults()["sglang_rollout_prewarm_timeout"] == 1800
 
 
 def test_rank_zero_comes_from_sglang_servers_public_fact():
-    rank0 = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_rank0"]
+    rank0 = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_rank0"]
     assert render_text(rank0, {}) is True, "a host sglang_server did not validate is a single-host server"
     assert render_text(rank0, {"sglang_server_node": {"group": "big", "rank": 1, "nnodes": 2}}) is False
     assert render_text(rank0, {"sglang_server_node": {"group": "big", "rank": 0, "nnodes": 2}}) is True
     for path in glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True) + \
-            glob.glob(os.path.join(ROOT, "roles", "rollout", "**", "*.yml"), recursive=True):
+            glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "**", "*.yml"), recursive=True):
         with open(path) as handle:
             assert "__sglang_server_" not in handle.read(), "%s reads sglang_server's private variables" % path
 
 
-# --- the rollout role's lock steps ------------------------------------------------------------------------------------
+# --- the sglang_rollout role's lock steps ------------------------------------------------------------------------------------
 
 def test_begin_names_the_run_and_takes_the_lock_with_the_phases_lease():
     name, ranges, take = rollout_tasks("begin")
     assert ranges["vars"]["__sglang_rollout_range_problems"] == \
         "{{ __sglang_rollout_ranges | llmserve.sglang.range_problems }}", "bad settings stop before the lock"
     assert name["run_once"] is True and name["delegate_to"] == "localhost" and name["delegate_facts"] is True
-    assert name["when"] == "hostvars['localhost']['sglang_run_id'] is not defined"
+    assert name["when"] == "hostvars['localhost']['sglang_rollout_run_id'] is not defined"
     assert take[LOCK]["owner"] == "{{ __sglang_rollout_owner }}"
-    assert take[LOCK]["wait"] == "{{ sglang_lock_wait }}" and take[LOCK]["lease"] == PHASE_LEASE
+    assert take[LOCK]["wait"] == "{{ sglang_rollout_lock_wait }}" and take[LOCK]["lease"] == PHASE_LEASE
     assert take[LOCK]["mode"] == "{{ sglang_rollout_lock_mode }}"
     assert take["register"] == "sglang_rollout_lock"
     (renew,) = rollout_tasks("renew")
@@ -330,15 +335,15 @@ def test_end_releases_only_a_lock_this_play_took():
 
 def test_every_lease_comes_from_the_lease_filter():
     """No lease arithmetic in YAML: the role's per-phase leases are filter calls, and every lock takes one of them."""
-    variables = load("roles", "rollout", "vars", "main.yml")
-    leases = {k: v for k, v in variables.items() if k.startswith("__sglang_lock_lease_")}
+    variables = load("roles", "sglang_rollout", "vars", "main.yml")
+    leases = {k: v for k, v in variables.items() if k.startswith("__sglang_rollout_lease_")}
     assert len(leases) == 13
     for name, expression in leases.items():
-        phase = name[len("__sglang_lock_lease_"):]
-        assert expression.strip() == ("{{ '%s' | llmserve.sglang.sglang_rollout_lease(__sglang_rollout_lease_settings, "
+        phase = name[len("__sglang_rollout_lease_"):]
+        assert expression.strip() == ("{{ '%s' | llmserve.sglang.sglang_rollout_lease(__sglang_rollout_all_budgets, "
                                       "__sglang_rollout_gateways) }}" % phase), name
-    allowed = (PHASE_LEASE, "{{ __sglang_lock_lease_gateway }}",
-               "{{ lookup('ansible.builtin.vars', '__sglang_lock_lease_' ~ sglang_rollout_hold_phase) }}")
+    allowed = (PHASE_LEASE, "{{ __sglang_rollout_lease_gateway }}",
+               "{{ lookup('ansible.builtin.vars', '__sglang_rollout_lease_' ~ sglang_rollout_hold_phase) }}")
     locks = 0
     for path in glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True):
         for play in load(path):
@@ -346,39 +351,42 @@ def test_every_lease_comes_from_the_lease_filter():
                 if LOCK in task and "lease" in task[LOCK]:
                     locks += 1
                     assert task[LOCK]["lease"] in allowed, (path, task["name"])
-    for path in glob.glob(os.path.join(ROOT, "roles", "rollout", "tasks", "*.yml")):
+    for path in glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "tasks", "*.yml")):
         for task in flatten(load(path)):
             if LOCK in task and "lease" in task[LOCK]:
                 locks += 1
                 assert task[LOCK]["lease"] in allowed, (path, task["name"])
     assert locks == 4, "begin, renew, the drain's hold and gateway.yml's gateway lock"
     for path in glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True) + \
-            glob.glob(os.path.join(ROOT, "roles", "rollout", "**", "*.yml"), recursive=True):
+            glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "**", "*.yml"), recursive=True):
         with open(path) as handle:
             assert not re.search(r"lease.*\|\s*int", handle.read()), path
 
 
 def test_no_inline_defaults_for_the_rollout_variables():
-    """The rollout role's defaults (and argument specs) are the only defaults of the playbooks' variables."""
-    defaults = load("roles", "rollout", "defaults", "main.yml")
+    """The sglang_rollout role's defaults (and argument specs) are the only defaults of the playbooks' variables."""
+    defaults = load("roles", "sglang_rollout", "defaults", "main.yml")
     public = [n for n in defaults if not n.startswith("sglang_rollout_") or n in (
         "sglang_rollout_serial", "sglang_rollout_max_unavailable", "sglang_rollout_max_fail_percentage")]
     files = glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True) + \
-        glob.glob(os.path.join(ROOT, "roles", "rollout", "**", "*.yml"), recursive=True)
+        glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "**", "*.yml"), recursive=True)
     for path in files:
         with open(path) as handle:
             text = handle.read()
         for name in public:
             assert not re.search(r"\b%s \| default\(" % name, text), (path, name)
-    specs = load("roles", "rollout", "meta", "argument_specs.yml")["argument_specs"]
-    entry_points = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(ROOT, "roles", "rollout", "tasks", "*.yml"))}
+    specs = load("roles", "sglang_rollout", "meta", "argument_specs.yml")["argument_specs"]
+    entry_points = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "tasks", "*.yml"))}
     # the task files the stages put together are not entry points of their own
     internal = {"gateway_out", "step", "steps", "budgets"} | {e for e in entry_points if e.startswith("stage_")}
     assert set(specs) == entry_points - internal, "every entry point has its argument spec"
     for entry, spec in specs.items():
         for name, option in spec["options"].items():
             if name in defaults and "default" in option:
-                assert option["default"] == defaults[name], (entry, name)
+                # a renamed setting's default reads its deprecated name first: "{{ OLD | default(VALUE) }}"
+                renamed = re.match(r"^\{\{ \w+ \| default\((.*)\) \}\}$", str(defaults[name]))
+                expected = yaml.safe_load(renamed.group(1)) if renamed else defaults[name]
+                assert option["default"] == expected, (entry, name)
 
 
 # --- restart.yml, rollback.yml, the audit, the rejoin play -------------------------------------------------------------
@@ -389,13 +397,13 @@ def test_restart_drains_renews_restarts_and_puts_back():
     (restart,) = [p for p in load("playbooks", "restart.yml") if "tasks" in p]
     # the restart stage is the change stage's task file: drain, the steps (a renewal right before each), rejoin, end
     assert rollout_of(restart) == ("restart", ["sglang_server:restart(restart)"])
-    stages = load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_stages"]
+    stages = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_stages"]
     # the hold lasts the whole batch; the weights are read into the page cache before the drain (no plan: restarts)
     assert stages["restart"] == {"lease": "restart_batch", "hold": "restart_batch", "tasks": "change"}
     (drain,) = [t for t in flatten(rollout_tasks("stage_change")) if t.get("ansible.builtin.import_tasks") == "drain.yml"]
     restarts = drain["vars"]["sglang_rollout_restarts"]
     assert render_text(restarts, {}) is True
-    assert render_text(restarts, {"sglang_plan": {"restart_needed": False}}) is False
+    assert render_text(restarts, {"sglang_rollout_plan": {"restart_needed": False}}) is False
     assert restart["max_fail_percentage"] == "{{ sglang_rollout_max_fail_percentage }}"
     # the host report (its time out of rotation) is written, for a host that did not come back too
     (end,) = [t for t in flatten(rollout_tasks("stage_change")) if t.get("ansible.builtin.import_tasks") == "end.yml"]
@@ -437,7 +445,7 @@ def test_rollback_restores_right_after_taking_the_lock():
 def test_every_changing_play_releases_the_lock_whatever_happens(playbook):
     play = [p for p in load("playbooks", playbook) if "tasks" in p][-1]
     stage, _declared = rollout_of(play)
-    tasks = rollout_tasks("stage_" + load("roles", "rollout", "vars", "main.yml")["__sglang_rollout_stages"][stage]
+    tasks = rollout_tasks("stage_" + load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_stages"][stage]
                           .get("tasks", stage))
     (block,) = [t for t in tasks if "block" in t]
     assert block["always"][-1]["ansible.builtin.import_tasks"] == "end.yml"
@@ -483,18 +491,18 @@ def test_a_drain_holds_each_gateway_lock_shared_before_it_takes_the_worker_out()
     hold, drain = rollout_tasks("gateway_out")[:2]
     assert hold[LOCK]["path"] == GATEWAY_LOCK and hold[LOCK]["mode"] == "shared"
     # one holder per worker: workers of several runs drain at once, each releases only its own hold
-    assert hold[LOCK]["owner"] == "{{ hostvars['localhost']['sglang_run_id'] }} drain {{ inventory_hostname }}"
-    assert hold[LOCK]["wait"] == "{{ sglang_lock_wait }}"
-    assert hold[LOCK]["lease"] == "{{ lookup('ansible.builtin.vars', '__sglang_lock_lease_' ~ sglang_rollout_hold_phase) }}"
-    assert hold["delegate_to"] == drain["delegate_to"] == "{{ __sglang_gw }}"
+    assert hold[LOCK]["owner"] == "{{ hostvars['localhost']['sglang_rollout_run_id'] }} drain {{ inventory_hostname }}"
+    assert hold[LOCK]["wait"] == "{{ sglang_rollout_lock_wait }}"
+    assert hold[LOCK]["lease"] == "{{ lookup('ansible.builtin.vars', '__sglang_rollout_lease_' ~ sglang_rollout_hold_phase) }}"
+    assert hold["delegate_to"] == drain["delegate_to"] == "{{ __sglang_rollout_gw }}"
     assert hold["loop"] == drain["loop"] and hold["vars"] == drain["vars"], "a hold in every gateway it drains from"
     assert drain["llmserve.sglang.gateway_worker"]["state"] == "absent"
     release = rollout_tasks("end")[0]["always"][0]
     assert release[LOCK] == {"path": GATEWAY_LOCK, "owner": "{{ __sglang_rollout_owner }} drain {{ inventory_hostname }}",
                              "state": "released"}
     assert render_text(release[LOCK]["owner"], {"__sglang_rollout_owner": "r1", "inventory_hostname": "h"}) == \
-        render_text(hold[LOCK]["owner"], {"hostvars": {"localhost": {"sglang_run_id": "r1"}}, "inventory_hostname": "h"})
-    assert release["delegate_to"] == "{{ __sglang_hold.__sglang_gw }}"
+        render_text(hold[LOCK]["owner"], {"hostvars": {"localhost": {"sglang_rollout_run_id": "r1"}}, "inventory_hostname": "h"})
+    assert release["delegate_to"] == "{{ __sglang_rollout_hold.__sglang_rollout_gw }}"
     assert hold["register"] in release["loop"] and "'shared'" in release["loop"], "only the holds that were taken"
     # released before the host's own lock, at the end of the batch
     assert [LOCK in t for t in flatten(rollout_tasks("end"))] == [False, True, True]
@@ -502,9 +510,9 @@ def test_a_drain_holds_each_gateway_lock_shared_before_it_takes_the_worker_out()
 
 def test_gateway_lock_paths_are_private():
     assert os.path.dirname(GATEWAY_LOCK) == "/run/llmserve"
-    for name in (os.path.join("roles", "rollout", "tasks", "stage_gateway.yml"),
-                 os.path.join("roles", "rollout", "tasks", "gateway_out.yml"),
-                 os.path.join("roles", "rollout", "tasks", "end.yml")):
+    for name in (os.path.join("roles", "sglang_rollout", "tasks", "stage_gateway.yml"),
+                 os.path.join("roles", "sglang_rollout", "tasks", "gateway_out.yml"),
+                 os.path.join("roles", "sglang_rollout", "tasks", "end.yml")):
         with open(os.path.join(ROOT, name)) as handle:
             paths = set(re.findall(r"path: (/run/\S+)", handle.read()))
         assert paths == {GATEWAY_LOCK}, (name, paths)

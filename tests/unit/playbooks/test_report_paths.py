@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The report files of a host stay in the run's report directory whatever its inventory name is (issue 24 #8): the
-gateway playbook's report task and the rollout role's report entry point, run for real on hosts named ``../../x``."""
+gateway playbook's report task and the sglang_rollout role's report entry point, run for real on hosts named ``../../x``."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _run(tmp_path, tasks):
     report_dir = tmp_path / "work" / "reports" / "run-1"
     inventory = {"all": {
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
-        "hosts": {"localhost": {"sglang_run_id": "run-1", "sglang_report_run_dir": str(report_dir)}},
+        "hosts": {"localhost": {"sglang_rollout_run_id": "run-1", "sglang_rollout_report_run_dir": str(report_dir)}},
         "children": {"named": {"hosts": {name: {} for name in HOSTS}}},
     }}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
@@ -47,9 +47,9 @@ def _run(tmp_path, tasks):
 
 
 def test_gateway_reports_stay_in_the_report_directory(tmp_path):
-    task = next(t for t in flatten(load("roles", "rollout", "tasks", "stage_gateway.yml"))
+    task = next(t for t in flatten(load("roles", "sglang_rollout", "tasks", "stage_gateway.yml"))
                 if t.get("name") == "Write the gateway's report (JSON)")
-    directory = {"path": "{{ hostvars['localhost']['sglang_report_run_dir'] }}/gateways", "state": "directory",
+    directory = {"path": "{{ hostvars['localhost']['sglang_rollout_report_run_dir'] }}/gateways", "state": "directory",
                  "mode": "0755"}
     tasks = [{"name": "A gateway result", "ansible.builtin.set_fact": {"sglang_gateway_report": {"ok": True}}},
              {"name": "Make the directory", "ansible.builtin.file": directory, "delegate_to": "localhost",
@@ -64,7 +64,7 @@ def test_gateway_reports_stay_in_the_report_directory(tmp_path):
 
 def test_host_reports_stay_in_the_report_directory(tmp_path):
     tasks = [{"name": "The host report",
-              "ansible.builtin.include_role": {"name": "llmserve.sglang.rollout", "tasks_from": "report"}}]
+              "ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_rollout", "tasks_from": "report"}}]
     report_dir, written = _run(tmp_path, tasks)
     names = ("%2E.%2F..%2Fescaped", "sub%2Fdir", "gpu-node-01")
     assert written == sorted(["work/reports/run-1/report.json", "work/reports/run-1/report.md",

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The end of a play (roles/rollout/tasks/end.yml), run for real: what a server answers cannot stop the report, and
+"""The end of a play (roles/sglang_rollout/tasks/end.yml), run for real: what a server answers cannot stop the report, and
 nothing stops the lock release (issue 45 #6).
 
 A server's /server_info answered ``"speculative_algorithm": "EAGLE3\\ud83d\\ude80"``: the report task failed (its
@@ -77,7 +77,7 @@ def _run(tmp_path, url, report_dir=None):
     report_dir = report_dir or (tmp_path / "reports" / "run-1")
     inventory = {"all": {
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
-        "hosts": {"localhost": {"sglang_run_id": "run-1", "sglang_report_run_dir": str(report_dir)}},
+        "hosts": {"localhost": {"sglang_rollout_run_id": "run-1", "sglang_rollout_report_run_dir": str(report_dir)}},
         "children": {"sglang_servers": {"hosts": {name: {} for name in HOSTS}}},
     }}
     fields = ("{{ {'state': 'serving', 'ready': true, 'version': __info.json.version,"
@@ -88,7 +88,7 @@ def _run(tmp_path, url, report_dir=None):
         "hosts": "sglang_servers", "gather_facts": False,
         # each host's own lock, in a private directory of the test
         "module_defaults": {"llmserve.sglang.run_lock": {"path": str(locks) + "/{{ inventory_hostname }}.lock"}},
-        "vars": {"sglang_metrics_textfile_dir": str(textfiles), "sglang_rollout_run_outcome": True},
+        "vars": {"sglang_rollout_metrics_textfile_dir": str(textfiles), "sglang_rollout_run_outcome": True},
         "tasks": [{
             "block": [
                 {"name": "Take the per-host lock (as tasks/begin.yml does)",
@@ -100,7 +100,7 @@ def _run(tmp_path, url, report_dir=None):
                 {"name": "The server's report", "ansible.builtin.set_fact": {"sglang_server_report": fields}},
             ],
             "always": [{"name": "The end of the play",
-                        "ansible.builtin.import_role": {"name": "llmserve.sglang.rollout", "tasks_from": "end"}}],
+                        "ansible.builtin.import_role": {"name": "llmserve.sglang.sglang_rollout", "tasks_from": "end"}}],
         }],
     }
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))

@@ -57,8 +57,8 @@ def test_list_tasks_from_the_root_lists_what_the_collection_playbook_lists(tmp_p
     empty.mkdir()
     root = run(["-i", "inventories/demo", "--list-tasks", "site.yml"], tmp_path, empty)
     assert root.returncode == 0, root.stdout[-3000:] + root.stderr[-3000:]
-    # the playbooks run the rollout role, which includes the steps' roles when it runs
-    assert "llmserve.sglang.rollout : " in root.stdout
+    # the playbooks run the sglang_rollout role, which includes the steps' roles when it runs
+    assert "llmserve.sglang.sglang_rollout : " in root.stdout
     direct = run(["-i", "inventories/demo", "--list-tasks", "playbooks/site.yml"], tmp_path,
                  os.path.join(ROOT, "collections"))
     assert direct.returncode == 0, direct.stdout[-3000:] + direct.stderr[-3000:]

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The rollout role's report entry point, run for real on localhost, carries a worker's time out of rotation (issue
+"""The sglang_rollout role's report entry point, run for real on localhost, carries a worker's time out of rotation (issue
 27) into report.json, report.md, report.html and the job's custom stats (the AWX artifacts), from what the
 gateway_worker loops and sglang_server registered."""
 
@@ -27,11 +27,11 @@ def test_the_rotation_record_reaches_every_report_file_and_the_artifacts(tmp_pat
     # gpu-1 was drained, restarted and put back; gpu-2 did not change (no restart, no gateway)
     inventory = {"all": {
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
-        "hosts": {"localhost": {"sglang_run_id": "run-1", "sglang_report_run_dir": str(report_dir)},
-                  "gpu-1": {"sglang_server_report": SG, "sglang_gateway_out": OUT, "sglang_gateway_in": IN},
+        "hosts": {"localhost": {"sglang_rollout_run_id": "run-1", "sglang_rollout_report_run_dir": str(report_dir)},
+                  "gpu-1": {"sglang_server_report": SG, "sglang_rollout_gateway_out": OUT, "sglang_rollout_gateway_in": IN},
                   "gpu-2": {"sglang_server_report": {"state": "serving", "ready": True, "restarted": False}}}}}
     tasks = [{"name": "The host report",
-              "ansible.builtin.include_role": {"name": "llmserve.sglang.rollout", "tasks_from": "report"}}]
+              "ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_rollout", "tasks_from": "report"}}]
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "gpu-1,gpu-2", "gather_facts": False,
                                                         "tasks": tasks}]))

@@ -44,7 +44,7 @@ def test_every_probe_of_the_roles_and_playbooks_skips_the_proxy():
     # the scan sees them: both roles' verify steps and the rollout's drain and return
     files = {path for path, task in found}
     assert {"roles/sglang_server/tasks/verify.yml", "roles/sglang_gateway/tasks/verify.yml",
-            "roles/rollout/tasks/gateway_in.yml", "roles/rollout/tasks/gateway_out.yml"} <= files
+            "roles/sglang_rollout/tasks/gateway_in.yml", "roles/sglang_rollout/tasks/gateway_out.yml"} <= files
     proxied = ["%s: %s" % (path, task.get("name")) for path, task in found
                if next(task[m] for m in REQUEST_MODULES if m in task).get("use_proxy") is not False]
     assert proxied == []

@@ -71,13 +71,13 @@ def test_pending_driver_params_need_reboot():
 
 
 def _render_markdown(reports, title):
-    """roles/rollout/templates/sglang_report.md.j2 as the template lookup renders it (trim_blocks on)."""
+    """roles/sglang_rollout/templates/sglang_report.md.j2 as the template lookup renders it (trim_blocks on)."""
     import jinja2  # pylint: disable=import-outside-toplevel
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROOT, "roles", "rollout", "templates")),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROOT, "roles", "sglang_rollout", "templates")),
                              trim_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters["llmserve.sglang.sglang_report_rows"] = sglang_report_rows
     env.filters["llmserve.sglang.sglang_report_servers"] = sglang_report_servers
-    return env.get_template("sglang_report.md.j2").render(__sglang_md_title=title, __sglang_md_reports=reports)
+    return env.get_template("sglang_report.md.j2").render(__sglang_rollout_md_title=title, __sglang_rollout_md_reports=reports)
 
 
 def test_markdown_has_one_table_per_host_and_escapes_pipes():
@@ -125,7 +125,7 @@ def test_every_string_of_the_report_is_safe_text():
 
     sg = dict(SGLANG, speculative_reported="EAGLE3\ud83d\ude80", version="0.5.23\ud83d", error="x\x1b[2J\ud83d",
               rollback_error="y" * 50000, speculative_check={"verdict": "ok\udc80", "accept_length": 3.2})
-    out = [{"changed": True, "drained": True, "drain_seconds": 1.0, "__sglang_gw": "gw\u202e1", "msg": "m"}]
+    out = [{"changed": True, "drained": True, "drain_seconds": 1.0, "__sglang_rollout_gw": "gw\u202e1", "msg": "m"}]
     report = build_host_report("h", PREFLIGHT, DRIVER, sg, gateway_states(_looped(*out)))
     sgr = report["sglang"]
     assert sgr["speculative_reported"] == "EAGLE3\U0001F680"
@@ -148,15 +148,15 @@ def test_every_string_of_the_report_is_safe_text():
 
 def _looped(*results):
     """A looped task's registered variable, as gateway_out.yml / gateway_in.yml register it."""
-    return {"results": [dict(r, ansible_loop_var="__sglang_gw") for r in results]}
+    return {"results": [dict(r, ansible_loop_var="__sglang_rollout_gw") for r in results]}
 
 
 def test_gateway_states_of_a_rolled_worker():
-    out = _looped({"__sglang_gw": "gw-b", "drained": True, "drain_seconds": 4.25,
+    out = _looped({"__sglang_rollout_gw": "gw-b", "drained": True, "drain_seconds": 4.25,
                    "in_flight": {"at_removal": {"gateway": 2, "worker": 2}, "at_end": {"gateway": 0, "worker": 0}}},
-                  {"__sglang_gw": "gw-a", "drained": True, "drain_seconds": 0.5, "in_flight": {"at_removal": None}})
-    back = _looped({"__sglang_gw": "gw-b", "healthy": True, "wait_seconds": 1.5, "healthy_workers": 2},
-                   {"__sglang_gw": "gw-a", "healthy": False, "wait_seconds": 300.0, "healthy_workers": 1,
+                  {"__sglang_rollout_gw": "gw-a", "drained": True, "drain_seconds": 0.5, "in_flight": {"at_removal": None}})
+    back = _looped({"__sglang_rollout_gw": "gw-b", "healthy": True, "wait_seconds": 1.5, "healthy_workers": 2},
+                   {"__sglang_rollout_gw": "gw-a", "healthy": False, "wait_seconds": 300.0, "healthy_workers": 1,
                     "failed": False})
     rows = gateway_states(out, back)
     assert [r["gateway"] for r in rows] == ["gw-a", "gw-b"]
@@ -173,19 +173,19 @@ def test_gateway_states_of_a_rolled_worker():
 
 
 def test_gateway_states_of_a_failed_worker_say_it_stays_out():
-    out = _looped({"__sglang_gw": "gw", "drained": True, "drain_seconds": 2.0, "in_flight": {}})
+    out = _looped({"__sglang_rollout_gw": "gw", "drained": True, "drain_seconds": 2.0, "in_flight": {}})
     # the host failed: gateway_in.yml never ran
     assert gateway_states(out, None) == [{"gateway": "gw", "state": "out", "drained": True, "drain_seconds": 2.0,
                                           "in_flight_at_removal": None}]
-    back = _looped({"__sglang_gw": "gw", "failed": True, "msg": "not healthy after 300 s"})
+    back = _looped({"__sglang_rollout_gw": "gw", "failed": True, "msg": "not healthy after 300 s"})
     assert gateway_states(out, back)[0]["state"] == "out"
     assert gateway_states(out, back)[0]["error"] == "putting it back: not healthy after 300 s"
-    failed_out = _looped({"__sglang_gw": "gw", "failed": True, "msg": "only 1 healthy worker left"})
+    failed_out = _looped({"__sglang_rollout_gw": "gw", "failed": True, "msg": "only 1 healthy worker left"})
     assert gateway_states(failed_out, None)[0]["error"] == "taking it out: only 1 healthy worker left"
 
 
 def test_no_gateway_touched_gives_no_gateway_rows():
-    skipped = {"results": [{"skipped": True, "__sglang_gw": "gw", "ansible_loop_var": "__sglang_gw"}]}
+    skipped = {"results": [{"skipped": True, "__sglang_rollout_gw": "gw", "ansible_loop_var": "__sglang_rollout_gw"}]}
     assert gateway_states(None, None) == [] and gateway_states(skipped, {"skipped": True}) == []
     report = build_host_report("w1", None, None, SGLANG, [])
     assert "gateways" not in report and "Gateways" not in dict(host_rows(report))

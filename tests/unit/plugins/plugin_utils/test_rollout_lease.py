@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """plugin_utils/rollout_lease.py: every phase's lease outlasts the phase's own steps, read from the roles' tasks (their
-timeouts rendered with the same variables), plus sglang_lock_lease. A longer wait added to a role's tasks fails here
+timeouts rendered with the same variables), plus sglang_rollout_lock_lease. A longer wait added to a role's tasks fails here
 until the phase's rule counts it."""
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ def render(expression, variables):
 
 def all_defaults():
     values = {}
-    for role in ("rollout", "iommu_preflight", "nvidia_driver", "sglang_server", "sglang_gateway"):
+    for role in ("sglang_rollout", "iommu_preflight", "nvidia_driver", "sglang_server", "sglang_gateway"):
         values.update(load("roles", role, "defaults", "main.yml"))
+    # the rollout's renamed settings read their deprecated names first ("{{ sglang_lock_lease | default(300) }}"):
+    # without those, their own defaults, as the filter takes them
+    values.update(role_defaults())
     return values
 
 
@@ -64,15 +67,15 @@ SCENARIOS = {
     "reload, slow model": {"nvidia_driver_apply": "reload", "sglang_server_ready_timeout": 3600,
                            "sglang_server_timeout_stop_sec": 300, "iommu_preflight_p2p_timeout": 120,
                            "iommu_preflight_p2p_test": True},
-    "short margin": {"sglang_lock_lease": 60, "sglang_lock_install_seconds": 600},
+    "short margin": {"sglang_rollout_lock_lease": 60, "sglang_rollout_lock_install_seconds": 600},
     # a low acceptance length deploys once more without speculation
     "speculation off when low": {"sglang_server_speculative_on_low": "disable",
                                  "sglang_server_speculative_check_timeout": 900},
     "multi-node server": {"sglang_server_node_group": "big"},
     # a slow disk: the pre-warm may read for two hours
-    "slow pre-warm": {"sglang_prewarm_timeout": 7200},
+    "slow pre-warm": {"sglang_rollout_prewarm_timeout": 7200},
     # as inventories and -e give them: strings
-    "strings": {"sglang_lock_lease": "120", "sglang_server_ready_timeout": "600", "iommu_preflight_p2p_test": "yes"},
+    "strings": {"sglang_rollout_lock_lease": "120", "sglang_server_ready_timeout": "600", "iommu_preflight_p2p_test": "yes"},
 }
 
 
@@ -95,7 +98,7 @@ def lease(phase, variables, gateways=0):
     return phase_lease(phase, variables, gateways)
 
 
-TWO_GATEWAYS = {"sglang_gateway_drain_timeout": 900, "sglang_gateway_healthy_timeout": 400}
+TWO_GATEWAYS = {"sglang_rollout_drain_timeout": 900, "sglang_rollout_gateway_healthy_timeout": 400}
 
 
 # --- one test per phase -------------------------------------------------------------------------------------------
@@ -110,13 +113,13 @@ def test_plan_outlasts_the_p2p_test_and_the_probe(scenario):
         assert p2p > 0
     probe = timeouts("sglang_server", "probe.yml", variables=variables)
     assert probe == number(variables, "sglang_server_ready_timeout")
-    assert lease("plan", variables) >= p2p + probe + number(variables, "sglang_lock_lease")
+    assert lease("plan", variables) >= p2p + probe + number(variables, "sglang_rollout_lock_lease")
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_driver_outlasts_a_reboot_or_a_reload(scenario):
     variables = variables_of(scenario)
-    margin = number(variables, "sglang_lock_lease")
+    margin = number(variables, "sglang_rollout_lock_lease")
     driver = lease("driver", variables)
     if variables["nvidia_driver_apply"] == "reboot":
         reboot = [t for t in load("roles", "nvidia_driver", "tasks", "reboot.yml") if "ansible.builtin.reboot" in t][0]
@@ -138,7 +141,7 @@ def test_drain_covers_the_drain_in_each_gateway_and_the_driver_phase(scenario):
 
 def prewarm_timeout(variables):
     """The pre-warm's bound: the timeout drain.yml gives the tasks of sglang_server's prewarm entry point."""
-    (task,) = [t for block in load("roles", "rollout", "tasks", "drain.yml") for t in block.get("block", [])
+    (task,) = [t for block in load("roles", "sglang_rollout", "tasks", "drain.yml") for t in block.get("block", [])
                if t.get("ansible.builtin.include_role", {}).get("tasks_from") == "prewarm"]
     return render(task["ansible.builtin.include_role"]["apply"]["timeout"], variables)
 
@@ -149,28 +152,28 @@ def test_prewarm_outlasts_the_read_then_the_drain_phase(scenario):
     gateways site.yml renews only after it) the driver role."""
     variables = variables_of(scenario)
     read = prewarm_timeout(variables)
-    assert read == number(variables, "sglang_prewarm_timeout") > 0
+    assert read == number(variables, "sglang_rollout_prewarm_timeout") > 0
     assert lease("prewarm", variables) >= read + lease("drain", variables)
     two = dict(variables, **TWO_GATEWAYS)
     assert lease("prewarm", two, 2) >= prewarm_timeout(two) + lease("drain", two, 2)
     # restart.yml renews for the restart after its drain: the pre-warm's lease covers what comes before that too
-    assert lease("prewarm", two, 2) >= prewarm_timeout(two) + 2 * 900 + number(variables, "sglang_lock_lease")
+    assert lease("prewarm", two, 2) >= prewarm_timeout(two) + 2 * 900 + number(variables, "sglang_rollout_lock_lease")
 
 
 def test_the_prewarm_lease_grows_with_the_prewarm_budget():
     base = lease("prewarm", {})
-    assert lease("prewarm", {"sglang_prewarm_timeout": 7200}) == base - 1800 + 7200
-    assert lease("prewarm", {"sglang_prewarm_timeout": "60"}) == base - 1800 + 60
+    assert lease("prewarm", {"sglang_rollout_prewarm_timeout": 7200}) == base - 1800 + 7200
+    assert lease("prewarm", {"sglang_rollout_prewarm_timeout": "60"}) == base - 1800 + 60
     # the other leases do not read it
     for phase in set(PHASES) - {"prewarm"}:
-        assert lease(phase, {"sglang_prewarm_timeout": 7200}) == lease(phase, {}), phase
+        assert lease(phase, {"sglang_rollout_prewarm_timeout": 7200}) == lease(phase, {}), phase
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_deploy_outlasts_the_restart_the_verification_and_a_rollback(scenario):
     """The lease sglang_server renews with right before its swap and restart."""
     variables = variables_of(scenario)
-    margin = number(variables, "sglang_lock_lease")
+    margin = number(variables, "sglang_rollout_lock_lease")
     deploy = lease("deploy", variables)
     waits = timeouts("sglang_server", "verify.yml", "restore.yml", variables=variables)
     assert deploy >= 2 * stop(variables) + waits + margin
@@ -187,14 +190,14 @@ def test_deploy_outlasts_the_restart_the_verification_and_a_rollback(scenario):
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_sglang_adds_the_install(scenario):
     variables = variables_of(scenario)
-    install = number(variables, "sglang_lock_install_seconds")
+    install = number(variables, "sglang_rollout_lock_install_seconds")
     assert lease("sglang", variables) >= install + lease("deploy", variables)
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_rejoin_outlasts_the_wait_in_every_gateway(scenario):
     variables = variables_of(scenario)
-    margin = number(variables, "sglang_lock_lease")
+    margin = number(variables, "sglang_rollout_lock_lease")
     assert lease("rejoin", variables) >= margin
     assert lease("rejoin", dict(variables, **TWO_GATEWAYS), 2) >= margin + 2 * 400
 
@@ -209,7 +212,7 @@ def test_hold_lasts_until_the_end_of_the_batch(scenario):
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_restart_outlasts_the_restart_and_its_verification(scenario):
     variables = variables_of(scenario)
-    margin = number(variables, "sglang_lock_lease")
+    margin = number(variables, "sglang_rollout_lock_lease")
     restart = lease("restart", variables)
     assert restart >= stop(variables) + timeouts("sglang_server", "verify.yml", variables=variables) + margin
     two = dict(variables, **TWO_GATEWAYS)
@@ -223,7 +226,7 @@ def test_restart_outlasts_the_restart_and_its_verification(scenario):
 def test_rollback_outlasts_the_restart_of_the_restored_configuration(scenario):
     variables = variables_of(scenario)
     assert lease("rollback", variables) >= (stop(variables) + timeouts("sglang_server", "restore.yml", variables=variables)
-                                            + number(variables, "sglang_lock_lease"))
+                                            + number(variables, "sglang_rollout_lock_lease"))
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
@@ -232,8 +235,8 @@ def test_audit_outlasts_the_p2p_test_and_the_probe(scenario):
     p2p = 0.0
     if str(variables["iommu_preflight_p2p_test"]).lower() in ("true", "yes"):
         p2p = number(variables, "iommu_preflight_p2p_timeout") * GPUS ** 2 + 120
-    assert lease("audit", variables) >= p2p + number(variables, "sglang_audit_probe_timeout") \
-        + number(variables, "sglang_lock_lease")
+    assert lease("audit", variables) >= p2p + number(variables, "sglang_rollout_audit_probe_timeout") \
+        + number(variables, "sglang_rollout_lock_lease")
 
 
 def gateway_worst_case(variables):
@@ -253,13 +256,13 @@ def gateway_worst_case(variables):
 
 
 @pytest.mark.parametrize("overrides", [{}, {"sglang_gateway_workers_timeout": 600, "sglang_gateway_ready_timeout": 30},
-                                       {"sglang_lock_lease": 60, "sglang_gateway_workers_timeout": 1}])
+                                       {"sglang_rollout_lock_lease": 60, "sglang_gateway_workers_timeout": 1}])
 def test_gateway_outlasts_the_install_the_stop_and_the_roles_waits(overrides):
     variables = dict(all_defaults(), **overrides)
     gateway = lease("gateway", variables)
     stop_gateway = number(variables, "sglang_gateway_shutdown_grace_period") + 30  # TimeoutStopSec
-    assert gateway >= (number(variables, "sglang_lock_install_seconds") + stop_gateway
-                       + gateway_worst_case(variables) + number(variables, "sglang_lock_lease"))
+    assert gateway >= (number(variables, "sglang_rollout_lock_install_seconds") + stop_gateway
+                       + gateway_worst_case(variables) + number(variables, "sglang_rollout_lock_lease"))
     assert math.isfinite(gateway)
 
 
@@ -290,9 +293,9 @@ def test_missing_names_take_the_role_defaults():
 
 
 def test_each_role_owns_its_budget():
-    """No scan of the play's variables: the rollout passes its own settings (roles/rollout/vars/main.yml) and each role
+    """No scan of the play's variables: the rollout passes its own settings (roles/sglang_rollout/vars/main.yml) and each role
     publishes the ones it owns (its entry point budget, ROLE_budget), together exactly the names the rules read."""
-    variables = load("roles", "rollout", "vars", "main.yml")
+    variables = load("roles", "sglang_rollout", "vars", "main.yml")
     given = set(variables["__sglang_rollout_budget"])
     for fqcn in variables["__sglang_rollout_budget_roles"]:
         role = fqcn.split(".")[-1]
@@ -302,22 +305,22 @@ def test_each_role_owns_its_budget():
         assert all(value == "{{ %s }}" % name for name, value in budget.items())
         assert not given & set(budget)
         given |= set(budget)
-        assert role + "_budget" in variables["__sglang_rollout_lease_settings"]
+        assert role + "_budget" in variables["__sglang_rollout_all_budgets"]
         spec = load("roles", role, "meta", "argument_specs.yml")["argument_specs"]["budget"]["options"]
         assert set(spec) == set(budget), "the budget entry point's argument spec names what it publishes"
     assert given == set(INPUTS)
-    assert "sglang_prewarm_timeout" in INPUTS, "the pre-warm's bound (drain.yml's task timeout)"
+    assert "sglang_rollout_prewarm_timeout" in INPUTS, "the pre-warm's bound (drain.yml's task timeout)"
     for path in ("vars/main.yml", "tasks/begin.yml", "tasks/renew.yml"):
-        with open(os.path.join(ROOT, "roles", "rollout", path)) as handle:
+        with open(os.path.join(ROOT, "roles", "sglang_rollout", path)) as handle:
             assert "varnames" not in handle.read()
 
 
 @pytest.mark.parametrize("phase, settings, gateways, message", [
-    ("plan", {"sglang_lock_lease": "soon"}, 0, "sglang_lock_lease must be a whole number of seconds"),
-    ("plan", {"sglang_lock_lease": -1}, 0, "sglang_lock_lease must not be negative"),
-    ("plan", {"sglang_lock_lease": True}, 0, "sglang_lock_lease must be a whole number"),
+    ("plan", {"sglang_rollout_lock_lease": "soon"}, 0, "sglang_rollout_lock_lease must be a whole number of seconds"),
+    ("plan", {"sglang_rollout_lock_lease": -1}, 0, "sglang_rollout_lock_lease must not be negative"),
+    ("plan", {"sglang_rollout_lock_lease": True}, 0, "sglang_rollout_lock_lease must be a whole number"),
     ("plan", {"iommu_preflight_p2p_test": "maybe"}, 0, "iommu_preflight_p2p_test must be a boolean"),
-    ("prewarm", {"sglang_prewarm_timeout": "an hour"}, 0, "sglang_prewarm_timeout must be a whole number"),
+    ("prewarm", {"sglang_rollout_prewarm_timeout": "an hour"}, 0, "sglang_rollout_prewarm_timeout must be a whole number"),
     ("upgrade", {}, 0, "unknown phase 'upgrade'"),
     ("plan", [], 0, "the settings must be a dict"),
     ("rejoin", {}, -1, "gateways must be a count"),
@@ -325,3 +328,17 @@ def test_each_role_owns_its_budget():
 def test_bad_input_names_the_variable(phase, settings, gateways, message):
     with pytest.raises(LeaseError, match=message):
         phase_lease(phase, settings, gateways)
+
+
+def test_the_renamed_settings_defaults_are_their_own_without_an_inventory():
+    """The rollout's renamed settings read their deprecated names first (defaults/main.yml); the filter, which never
+    sees an inventory for a name no one gave it, takes the value after ``default(``."""
+    defaults = role_defaults()
+    assert defaults["sglang_rollout_lock_lease"] == 300
+    assert defaults["sglang_rollout_lock_install_seconds"] == 1800
+    assert defaults["sglang_rollout_prewarm_timeout"] == 1800
+    assert defaults["sglang_rollout_drain_timeout"] == 600
+    assert defaults["sglang_rollout_gateway_healthy_timeout"] == 300
+    assert defaults["sglang_rollout_audit_probe_timeout"] == 30
+    assert not any(isinstance(v, str) and "{{" in v for v in defaults.values())
+    assert phase_lease("plan", {}) == phase_lease("plan", {"sglang_rollout_lock_lease": 300})

@@ -20,9 +20,9 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.rotation import (
 
 T = 1764675000.0  # 2025-12-02T11:30:00Z on the gateway's wall clock
 OFFSET = 1764670000.0  # the host's wall clock minus its monotonic clock
-OUT = {"results": [{"__sglang_gw": "gw-1", "ansible_loop_var": "__sglang_gw", "drained": True,
+OUT = {"results": [{"__sglang_rollout_gw": "gw-1", "ansible_loop_var": "__sglang_rollout_gw", "drained": True,
                     "removed_at": T, "drain_ended_at": T + 40.5}]}
-IN = {"results": [{"__sglang_gw": "gw-1", "ansible_loop_var": "__sglang_gw", "healthy": True,
+IN = {"results": [{"__sglang_rollout_gw": "gw-1", "ansible_loop_var": "__sglang_rollout_gw", "healthy": True,
                    "added_at": T + 130.0, "healthy_at": T + 133.25}]}
 # stop asked at 5000 s, old processes gone 5006.5 s, new main process 5007 s, ready 5087 s (host monotonic)
 TIMES = {"clock": "monotonic", "stop_requested": 5000.0, "stopped": 5006.5, "main_started": 5007.0,
@@ -120,9 +120,9 @@ def test_a_stop_that_was_not_this_runs_is_not_counted():
 
 
 def test_several_gateways_say_their_clocks_differ_and_take_first_out_last_healthy():
-    second = dict(OUT["results"][0], __sglang_gw="gw-2", removed_at=T + 1.0, drain_ended_at=T + 45.0)
+    second = dict(OUT["results"][0], __sglang_rollout_gw="gw-2", removed_at=T + 1.0, drain_ended_at=T + 45.0)
     out = {"results": [OUT["results"][0], second]}
-    back = {"results": [IN["results"][0], dict(IN["results"][0], __sglang_gw="gw-2", added_at=T + 134.0,
+    back = {"results": [IN["results"][0], dict(IN["results"][0], __sglang_rollout_gw="gw-2", added_at=T + 134.0,
                                                healthy_at=T + 136.0)]}
     record = rotation_record(out, back, SG)
     assert record["drain"]["seconds"] == 45.0 and record["rejoin"]["seconds"] == 6.0

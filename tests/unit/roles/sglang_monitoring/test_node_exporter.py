@@ -45,8 +45,16 @@ def _render(tmp_path, settings):
 
 
 def test_the_textfile_directory_follows_the_collections_textfile_setting(tmp_path):
-    assert _render(tmp_path, {"sglang_metrics_textfile_dir": "/srv/textfiles"}) == [
+    assert _render(tmp_path, {"sglang_rollout_metrics_textfile_dir": "/srv/textfiles"}) == [
         'ARGS="--collector.textfile.directory=/srv/textfiles --web.listen-address=:9100"']
+
+
+def test_the_textfile_directory_follows_the_deprecated_name_too(tmp_path):
+    # sglang_metrics_textfile_dir is the name of the rollout's setting before 0.1.0's rename (gone in 0.2.0)
+    assert _render(tmp_path, {"sglang_metrics_textfile_dir": "/srv/old"}) == [
+        'ARGS="--collector.textfile.directory=/srv/old --web.listen-address=:9100"']
+    assert _render(tmp_path, {"sglang_metrics_textfile_dir": "/srv/old", "sglang_rollout_metrics_textfile_dir": "/srv/new"}) == [
+        'ARGS="--collector.textfile.directory=/srv/new --web.listen-address=:9100"']
 
 
 def test_without_a_textfile_setting_debians_directory_and_the_port_variable(tmp_path):

@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The pre-warm before a host leaves rotation: the rollout role's drain entry point includes sglang_server's prewarm
+"""The pre-warm before a host leaves rotation: the sglang_rollout role's drain entry point includes sglang_server's prewarm
 entry point, which reads the model directory the restart will load into the page cache. Run for real on localhost
 (the drain itself does nothing here: no gateways)."""
 
@@ -20,7 +20,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 def _run(tmp_path, extra):
     """The drain entry point on localhost with ``extra`` vars; (rc, the prewarm task's result or None, output)."""
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
-        {"name": "Drain", "ansible.builtin.import_role": {"name": "llmserve.sglang.rollout", "tasks_from": "drain"}},
+        {"name": "Drain", "ansible.builtin.import_role": {"name": "llmserve.sglang.sglang_rollout", "tasks_from": "drain"}},
         {"name": "Keep the result", "ansible.builtin.copy": {
             "dest": str(tmp_path / "result.json"),
             "content": "{{ sglang_server_prewarm_result | default(None) | to_json }}"}}]}]

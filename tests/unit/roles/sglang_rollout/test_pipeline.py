@@ -1,7 +1,7 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The rollout role's main entry point runs the steps a playbook declares (issue 47): run for real on localhost with
+"""The sglang_rollout role's main entry point runs the steps a playbook declares (issue 47): run for real on localhost with
 recording stand-in roles as the steps and the per-host lock redirected into tmp_path (module_defaults). What it must
 do: the lock first, each step after a renewal with the lease of its phase, a step's variables for that step only, the
 run's lock handed to a step with `lock`, the lock taken again after a step that rebooted the host (a reboot empties
@@ -19,7 +19,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease impo
 from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_playbook
 
 LOCK = "llmserve.sglang.run_lock"
-SETTINGS = {"sglang_lock_lease": 300}
+SETTINGS = {"sglang_rollout_lock_lease": 300}
 # a step that writes what it saw: its name, a variable of its own, the lock handed to it and the lock's current lease
 RECORDER = """
 - name: Record this step
@@ -57,11 +57,11 @@ def work(tmp_path):
 
 def _run(work, stage, steps, *args, extra=None):
     variables = dict(SETTINGS, journal=str(work / "journal"), locks=str(work / "locks"),
-                     sglang_report_dir=str(work / "reports"), **(extra or {}))
+                     sglang_rollout_report_dir=str(work / "reports"), **(extra or {}))
     (work / "vars.json").write_text(json.dumps(variables))
     play = [{"hosts": "localhost", "gather_facts": False,
              "module_defaults": {LOCK: {"path": str(work / "locks" / "sglang.lock")}},
-             "tasks": [{"name": "The rollout", "ansible.builtin.import_role": {"name": "llmserve.sglang.rollout"},
+             "tasks": [{"name": "The rollout", "ansible.builtin.import_role": {"name": "llmserve.sglang.sglang_rollout"},
                         "vars": {"sglang_rollout_stage": stage, "sglang_rollout_steps": steps}}]}]
     proc = run_playbook(work, play, "-e", "@" + str(work / "vars.json"), *args)
     return proc.returncode, proc.stdout + proc.stderr
@@ -147,7 +147,7 @@ def test_an_unknown_stage_is_refused(work):
     assert rc != 0 and "sglang_rollout_stage" in out and "plan, order, change, restart" in out, out
     assert not (work / "locks" / "sglang.lock").exists(), "nothing taken"
     # the argument spec refuses it: its choices are exactly the stages the role has
-    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "rollout")
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "sglang_rollout")
     with open(os.path.join(root, "meta", "argument_specs.yml")) as handle:
         choices = yaml.safe_load(handle)["argument_specs"]["main"]["options"]["sglang_rollout_stage"]["choices"]
     with open(os.path.join(root, "vars", "main.yml")) as handle:
@@ -166,7 +166,7 @@ def test_a_failing_step_still_gives_the_lock_back(work):
 
 def test_the_audit_holds_the_lock_shared(work):
     rc, out = _run(work, "audit", [{"role": "recorder", "vars": {"recorder_name": "audit"}}],
-                   extra={"sglang_audit_probe": False})
+                   extra={"sglang_rollout_audit_probe": False})
     assert rc == 0, out
     (lock,) = _journal(work, ".locks")
     assert lock["mode"] == "shared" and [h["lease"] for h in lock["holders"]] == [phase_lease("audit", SETTINGS)]

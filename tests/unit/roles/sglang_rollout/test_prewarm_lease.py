@@ -1,9 +1,9 @@
 # Copyright (c) 2026, llmserve developers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The pre-warm under the per-host lock has a lease of its own (issue 45 #7): the rollout role's drain entry point
+"""The pre-warm under the per-host lock has a lease of its own (issue 45 #7): the sglang_rollout role's drain entry point
 renews the lock with the lease of the phase prewarm right before it reads the weights, and the read stops after
-sglang_prewarm_timeout, the bound that lease counts on. Run for real on localhost: rollout:begin takes the lock
+sglang_rollout_prewarm_timeout, the bound that lease counts on. Run for real on localhost: rollout:begin takes the lock
 (redirected into tmp_path with module_defaults), then rollout:drain as site.yml imports it (no gateways here)."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_p
 LOCK = "llmserve.sglang.run_lock"
 PREWARM_TASK = ("TASK [llmserve.sglang.sglang_server : Read the weights into the page cache before the host leaves "
                 "rotation]")
-RENEW_TASK = "TASK [llmserve.sglang.rollout : Renew the per-host deployment lock, with the lease of the phase prewarm]"
-SETTINGS = {"sglang_lock_lease": 300, "sglang_prewarm_timeout": 1000}
+RENEW_TASK = "TASK [llmserve.sglang.sglang_rollout : Renew the per-host deployment lock, with the lease of the phase prewarm]"
+SETTINGS = {"sglang_rollout_lock_lease": 300, "sglang_rollout_prewarm_timeout": 1000}
 
 
 @pytest.fixture
@@ -41,11 +41,11 @@ def _run(tmp_path, extra, between=(), module_defaults=None, timeout=180):
     defaults.update(module_defaults or {})
     result = tmp_path / "result.json"
     play = [{"hosts": "localhost", "gather_facts": False, "module_defaults": defaults, "tasks": [
-        {"name": "Take the lock", "ansible.builtin.import_role": {"name": "llmserve.sglang.rollout",
+        {"name": "Take the lock", "ansible.builtin.import_role": {"name": "llmserve.sglang.sglang_rollout",
                                                                   "tasks_from": "begin"},
          "vars": {"sglang_rollout_phase": "drain"}},
     ] + list(between) + [
-        {"name": "Pre-warm and drain", "ansible.builtin.import_role": {"name": "llmserve.sglang.rollout",
+        {"name": "Pre-warm and drain", "ansible.builtin.import_role": {"name": "llmserve.sglang.sglang_rollout",
                                                                        "tasks_from": "drain"},
          "vars": {"sglang_rollout_phase": "driver"}},
         {"name": "Keep the result", "ansible.builtin.copy": {
@@ -76,7 +76,7 @@ def test_the_lock_is_renewed_with_the_prewarm_lease_right_before_the_read(tmp_pa
 
 def test_a_run_that_lost_its_lock_stops_before_the_read(tmp_path, model_dir):
     # another run took the lock over meanwhile (this run's lease ran out)
-    take_over = [{"name": "Give the lock up", LOCK: {"owner": "{{ hostvars['localhost']['sglang_run_id'] }}",
+    take_over = [{"name": "Give the lock up", LOCK: {"owner": "{{ hostvars['localhost']['sglang_rollout_run_id'] }}",
                                                      "state": "released"}},
                  {"name": "Another run takes it", LOCK: {"owner": "another-run", "lease": 600}}]
     rc, prewarm, record, out = _run(tmp_path, {"sglang_rollout_restarts": True, "sglang_server_model_path": model_dir,
@@ -117,15 +117,15 @@ def test_a_prewarm_that_runs_out_of_time_is_left_and_the_run_goes_on(tmp_path, m
     try:
         rc, prewarm, record, out = _run(
             tmp_path, {"sglang_rollout_restarts": True, "sglang_server_model_path": model_dir,
-                       "sglang_server_prewarm": "always", "sglang_prewarm_timeout": 3},
+                       "sglang_server_prewarm": "always", "sglang_rollout_prewarm_timeout": 3},
             module_defaults={"llmserve.sglang.model_prewarm": {"meminfo": fifo}}, timeout=90)
     finally:
         _release(fifo)
     assert rc == 0, out
     assert "Timed out after 3 second(s)" in out and "rescued=1" in out, out
-    assert "took longer than sglang_prewarm_timeout (3 s)" in out, out
+    assert "took longer than sglang_rollout_prewarm_timeout (3 s)" in out, out
     assert prewarm["failed"] is True and "timedout" in prewarm
-    assert _lease(record) == phase_lease("prewarm", dict(SETTINGS, sglang_prewarm_timeout=3))
+    assert _lease(record) == phase_lease("prewarm", dict(SETTINGS, sglang_rollout_prewarm_timeout=3))
 
 
 def test_any_other_prewarm_failure_still_stops_the_host(tmp_path, model_dir):
