@@ -937,14 +937,17 @@ ROLE_CASES = {
         ("publish-not-bool", {"config": dict(MODEL_GOOD), "publish": "yes", "ranges": {}, "store": {}},
          "publish='yes'"),
     ]),
-    "rollout": ("main", [
+    "sglang_rollout": ("main", [
         ("steps-not-list", {"sglang_rollout_stage": "plan", "sglang_rollout_steps": "deploy"}),
         ("step-role-blank", {"sglang_rollout_stage": "plan", "sglang_rollout_steps": [{"role": "", "entry": "x"}]}),
     ]),
-    # begin.yml's first check fails before the lock is taken (its first task only names the run)
-    "rollout:begin": ("begin", [
-        ("range", {"sglang_rollout_phase": "plan", "sglang_lock_wait": -1}),
-        ("metrics-dir-relative", {"sglang_rollout_phase": "plan", "sglang_metrics_textfile_dir": "textfiles"}),
+    # begin.yml's first check fails before the lock is taken (its first task only names the run); the settings'
+    # names before the role's rename (sglang_lock_wait, ...) still take effect until 0.2.0, under the new names
+    "sglang_rollout:begin": ("begin", [
+        ("range", {"sglang_rollout_phase": "plan", "sglang_rollout_lock_wait": -1}),
+        ("range-old-name", {"sglang_rollout_phase": "plan", "sglang_lock_wait": -1}),
+        ("metrics-dir-relative", {"sglang_rollout_phase": "plan", "sglang_rollout_metrics_textfile_dir": "textfiles"}),
+        ("metrics-dir-relative-old-name", {"sglang_rollout_phase": "plan", "sglang_metrics_textfile_dir": "textfiles"}),
     ]),
 }
 
