@@ -36,7 +36,7 @@ def _references():
 
 
 def test_the_document_names_lines():
-    paths = set(path for path, _ in _references())
+    paths = set(reference[0] for reference in _references())
     assert set(HOPS) <= paths
     assert "roles/sglang_server/templates/sglang.service.j2" in paths
 
