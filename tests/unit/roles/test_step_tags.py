@@ -18,7 +18,7 @@ BIN = os.path.dirname(sys.executable)
 
 ROLES = {
     # role: (tag prefix, a validation task, a task of the host read, a staging task, the install task, a deploy task)
-    "sglang_server": ("sglang", "Assemble the SGLang server configuration", "Read the deployment's state on the host",
+    "sglang_server": ("sglang", "Check and render the SGLang server configuration", "Read the deployment's state on the host",
                       "Stage the --config file, the environment file", "Install SGLang into the virtualenv",
                       "Decide whether to swap and restart"),
     "sglang_gateway": ("sglang_gateway", "Assemble the gateway configuration", "Read the installed smg version",
