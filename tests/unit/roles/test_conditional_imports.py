@@ -31,8 +31,7 @@ def _walk(tasks):
             continue
         yield task
         for key in ("block", "rescue", "always"):
-            for inner in _walk(task.get(key) or []):
-                yield inner
+            yield from _walk(task.get(key) or [])
 
 
 def _registers(path, seen=()):
