@@ -58,6 +58,11 @@ HOSTNAME = re.compile(r"(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
 _UNSET = object()
 
+# How a message names who reaches a server's listener: the bind rule's words, who needs the address, what they do
+# there, and a hint after "gather its facts in the same play". Each consumer of server_addresses passes its own.
+SERVER_WORDS = {"binds": "the listener binds it", "who": "another host", "reacher": "other hosts reach",
+                "hint": ""}
+
 
 def ip_literal(text):
     """``ipaddress`` object for an IP literal (no brackets, no zone), or None."""
@@ -286,7 +291,7 @@ def serves_metrics(hostvars):
 
 # -- one server host ---------------------------------------------------------------------------------------------
 
-def _listener(name, hostvars, problems):
+def _listener(name, hostvars, problems, words):
     """(bind, address, source, port) of the server's API listener; None parts after a problem."""
 
     def var(field):
@@ -302,14 +307,15 @@ def _listener(name, hostvars, problems):
         port = None
     bind = ip_literal(text) if isinstance(text, str) else None
     if bind is None:
-        problems.append("%s: must be an IP address (the listener binds it), got %s"
-                        % (var("sglang_server_host"), _describe(text)))
+        problems.append("%s: must be an IP address (%s), got %s"
+                        % (var("sglang_server_host"), words["binds"], _describe(text)))
         return None, None, None, port
     if not bind.is_unspecified:
         return bind, bind.compressed, "sglang_server_host", port
     explicit = hostvars.get("ansible_host")
     facts = fact_addresses(hostvars.get("ansible_facts"))
-    address, source, problem = wildcard_address(name, bind, explicit, facts, "another host", "other hosts reach")
+    address, source, problem = wildcard_address(name, bind, explicit, facts, words["who"], words["reacher"],
+                                                 words["hint"])
     if problem:
         problems.append("%s: %s" % (var(source or "sglang_server_host"), problem))
         return bind, None, None, port
@@ -353,7 +359,7 @@ def _rendezvous(name, hostvars, problems):
             "source": source}
 
 
-def server_addresses(hostvars, name=None):
+def server_addresses(hostvars, name=None, words=None):
     """The addresses of one SGLang server host, from its variables and facts.
 
     ``hostvars``: that host's variables (a missing one takes the sglang_server role's default):
@@ -375,7 +381,8 @@ def server_addresses(hostvars, name=None):
     says why (each message starts with the variable). ``needs_facts`` (of the API: a wildcard bind without
     ``ansible_host``; of the rendezvous: no ``sglang_server_dist_init_host`` and no ``ansible_host`` that is an IP
     address; at the top: either) says the address is read from the host's network facts, whether or not they
-    are gathered yet.
+    are gathered yet. ``words`` (keys as ``SERVER_WORDS``, the default) word the messages for the consumer that
+    reaches the server (the gateway, Prometheus).
     """
     if not isinstance(hostvars, dict):
         raise TypeError("hostvars must be a dict, got %s" % type(hostvars).__name__)
@@ -383,7 +390,8 @@ def server_addresses(hostvars, name=None):
         name = hostvars.get("inventory_hostname")
     name = "" if blank(name) else str(name)
     problems = []
-    bind, address, source, port = _listener(name, hostvars, problems)
+    words = dict(SERVER_WORDS, **(words or {}))
+    bind, address, source, port = _listener(name, hostvars, problems, words)
     args = hostvars.get("sglang_server_args")
     args = args if isinstance(args, dict) else {}
     scheme = "https" if serves_tls(args) else "http"
