@@ -28,6 +28,10 @@ Addresses
     rule it breaks (a string), which ``template`` turns into the message.
 Ranges
     ``range_rule(problems, variable, value, minimum, maximum)``: ``ranges.range_problems``' message for one value.
+Readers in the gateway's wording
+    ``read_text`` (a string without control characters, stripped; optionally required), ``read_int_between`` (null
+    refused too, ``between 1 and 65535``/``>= 1``), ``read_bool_words`` (Ansible's words too: ``must be true or
+    false``): a wrong value shown with ``describe_shown``.
 
 Controller only; standard library only.
 """
@@ -36,9 +40,9 @@ from __future__ import annotations
 
 import posixpath
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int, blank
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool, as_int, blank
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import range_problems
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import printable
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import control_problem, printable
 
 # what a reader returns for a value that broke its rule (None is a legitimate "unset")
 UNSET = object()
@@ -262,3 +266,50 @@ def range_rule(problems, variable, value, minimum, maximum):
     found = range_problems({variable: [value, minimum, maximum]})
     problems.extend(found)
     return not found
+
+
+# -- gateway_config ------------------------------------------------------------------------------------------
+# The readers of plugin_utils/gateway_config.py, in the words its messages always had: a value a user may have pasted
+# anything into is shown escaped and cut (describe_shown), bounds read "between 1 and 65535" or ">= 1", and a
+# boolean may be one of the words Ansible reads as one ("yes", "off").
+
+
+def read_text(problems, variable, raw, required=False):
+    """A string without control characters, stripped. A blank value is None, or ``must be set`` when ``required``;
+    else ``must be a string, got <describe_shown(value)>`` or ``systemd_unit.control_problem``'s rule. ``UNSET``
+    after a problem."""
+    if blank(raw):
+        if required:
+            problems.add(variable, "must be set")
+            return UNSET
+        return None
+    if not isinstance(raw, str):
+        problems.add(variable, "must be a string, got %s" % describe_shown(raw))
+        return UNSET
+    if not problems.check(variable, control_problem(raw)):
+        return UNSET
+    return raw.strip()
+
+
+def read_int_between(problems, variable, raw, minimum, maximum=None, digits=None):
+    """An integer (decimal text too, at most ``digits`` digits; not a boolean) from ``minimum`` to ``maximum`` (no
+    upper bound when None): ``must be an integer between 1 and 65535, got 'x'``, ``must be an integer >= 1, got
+    null``. Unlike ``read_int``, null is refused: the caller's variables all have a default of their own. ``UNSET``
+    after a problem."""
+    number = as_int(raw, UNSET, digits=digits)
+    if number is UNSET or number < minimum or (maximum is not None and number > maximum):
+        span = ("between %d and %d" % (minimum, maximum)) if maximum is not None else (">= %d" % minimum)
+        problems.add(variable, "must be an integer %s, got %s" % (span, describe_shown(raw)))
+        return UNSET
+    return number
+
+
+def read_bool_words(problems, variable, raw, default=None):
+    """A boolean, or one of the words Ansible reads as one (``values.as_bool``: "yes", "off", ...): ``must be true or
+    false, got 'maybe'``; None gives ``default``. ``UNSET`` after a problem."""
+    if raw is None:
+        return default
+    parsed = as_bool(raw, UNSET)
+    if parsed is UNSET:
+        problems.add(variable, "must be true or false, got %s" % describe_shown(raw))
+    return parsed

@@ -97,3 +97,33 @@ def test_read_path_address_and_range_rules():
         "p_addr: gives the address it must be HOST:PORT",
         "p_timeout: must be an integer from 1 to 10, got -5",
     ]
+
+
+# -- gateway_config ------------------------------------------------------------------------------------------
+
+
+def test_readers_in_the_gateways_words():
+    problems = Problems()
+    assert rules.read_text(problems, "g_policy", " random ", required=True) == "random"
+    assert rules.read_text(problems, "g_path", "  ") is None
+    assert rules.read_text(problems, "g_policy", None, required=True) is UNSET
+    assert rules.read_text(problems, "g_policy", 1.5) is UNSET
+    assert rules.read_text(problems, "g_policy", "a\nb") is UNSET
+    assert rules.read_int_between(problems, "g_port", " 0030000 ", 1, 65535, digits=18) == 30000
+    assert rules.read_int_between(problems, "g_port", None, 1, 65535) is UNSET
+    assert rules.read_int_between(problems, "g_port", "x" * 120, 1, 65535) is UNSET
+    assert rules.read_int_between(problems, "g_retries", 0, 1) is UNSET
+    assert rules.read_int_between(problems, "g_port", "1" * 19, 1, digits=18) is UNSET
+    assert rules.read_bool_words(problems, "g_json", "off", True) is False
+    assert rules.read_bool_words(problems, "g_json", None, True) is True
+    assert rules.read_bool_words(problems, "g_json", "maybe\n", True) is UNSET
+    assert problems.errors == [
+        "g_policy: must be set",
+        "g_policy: must be a string, got float 1.5",
+        "g_policy: contains a control character (LF at offset 1)",
+        "g_port: must be an integer between 1 and 65535, got null",
+        "g_port: must be an integer between 1 and 65535, got '%s... (120 characters)'" % ("x" * 100),
+        "g_retries: must be an integer >= 1, got int 0",
+        "g_port: must be an integer >= 1, got '%s'" % ("1" * 19),
+        "g_json: must be true or false, got 'maybe\\\\x0a'",
+    ]
