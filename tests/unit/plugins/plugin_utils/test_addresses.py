@@ -48,7 +48,7 @@ def test_defaults_follow_the_sglang_server_role():
 
 def test_the_consumers_share_the_helpers():
     """One copy: the gateway, monitoring and multi-node rules use these very functions."""
-    assert gateway_config.wildcard_address is ad.wildcard_address
+    assert gateway_config.server_addresses is ad.server_addresses
     assert gateway_config.probe_address is ad.probe_address
     assert gateway_config.url_host is ad.url_host
     assert monitoring_targets.wildcard_address is ad.wildcard_address
