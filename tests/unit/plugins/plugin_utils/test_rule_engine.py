@@ -97,3 +97,20 @@ def test_read_path_address_and_range_rules():
         "p_addr: gives the address it must be HOST:PORT",
         "p_timeout: must be an integer from 1 to 10, got -5",
     ]
+
+
+# -- sglang_nodes ------------------------------------------------------------------------------------------------
+
+def test_readers_word_the_type_and_show_the_value_as_asked():
+    """The group check's messages always showed the refused value with repr() (and a type by its name)."""
+    problems = Problems()
+    assert rules.read_int(problems, "n_rank", True, minimum=0, show=repr, fix="leave it unset") is UNSET
+    assert rules.read_bool(problems, "n_firewall", "yes", what="true or false", show=repr) is UNSET
+    assert rules.read_bool(problems, "n_firewall", None, default=True, what="true or false") is True
+    assert rules.read_list(problems, "n_sources", "10.0.0.1", what="a list of networks",
+                           show=lambda value: type(value).__name__) is UNSET
+    assert problems.errors == [
+        "n_rank: must be an integer >= 0, got True; leave it unset",
+        "n_firewall: must be true or false, got 'yes'",
+        "n_sources: must be a list of networks, got str",
+    ]
