@@ -132,8 +132,8 @@ def _interface_of(facts, address):
 
 
 class NodeGroup(object):
-    """The normalised group the rules read: the prefix, the group's name, ``nodes`` (inventory name -> hostvars; None
-    until ``read_nodes`` accepted the input) and ``names`` (sorted), and what the rules derived so far: ``ranks``
+    """The normalised group the rules read: the prefix, the group's name, ``nodes`` (inventory name -> hostvars;
+    empty until ``read_nodes`` accepted the input) and ``names`` (sorted), and what the rules derived so far: ``ranks``
     (rank -> inventory name), ``rendezvous`` (``server_addresses``' entry for rank 0), ``ifnames``, ``firewalls``
     and the ``plan``."""
 
@@ -141,7 +141,7 @@ class NodeGroup(object):
         self.raw = nodes
         self.group = group
         self.prefix = prefix
-        self.nodes = None
+        self.nodes = {}
         self.names = []
         self.ranks = None
         self.rendezvous = None
