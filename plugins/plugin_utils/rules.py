@@ -147,14 +147,17 @@ def _bounds(minimum, maximum):
     return ""
 
 
-def read_int(problems, variable, raw, minimum=None, maximum=None, default=None, fix=None):
-    """An integer (decimal text too; not a boolean) within the bounds: ``must be an integer >= 1, got 'x'``."""
+def read_int(problems, variable, raw, minimum=None, maximum=None, default=None, fix=None, show=describe):
+    """An integer (decimal text too; not a boolean) within the bounds: ``must be an integer >= 1, got 'x'``.
+
+    ``show`` writes the refused value into the message (``describe``, or ``repr`` where a message always showed
+    the value that way)."""
     if raw is None:
         return default
     number = as_int(raw, UNSET)
     if number is UNSET or (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         span = _bounds(minimum, maximum)
-        problems.add(variable, "must be an integer%s, got %s" % (" " + span if span else "", describe(raw)), fix)
+        problems.add(variable, "must be an integer%s, got %s" % (" " + span if span else "", show(raw)), fix)
         return UNSET
     return number
 
@@ -168,12 +171,14 @@ def read_float(problems, variable, raw, default=None, fix=None):
     return number
 
 
-def read_bool(problems, variable, raw, default=None, fix=None):
-    """A YAML boolean (text such as "yes" is not one): ``must be a boolean, got 'yes'``; None gives ``default``."""
+def read_bool(problems, variable, raw, default=None, fix=None, what="a boolean", show=describe):
+    """A YAML boolean (text such as "yes" is not one): ``must be a boolean, got 'yes'``; None gives ``default``.
+
+    ``what`` names the type in the message (``true or false``), ``show`` writes the value (as in ``read_int``)."""
     if raw is None:
         return default
     if not isinstance(raw, bool):
-        problems.add(variable, "must be a boolean, got %s" % describe(raw), fix)
+        problems.add(variable, "must be %s, got %s" % (what, show(raw)), fix)
         return UNSET
     return raw
 
@@ -188,11 +193,12 @@ def read_str(problems, variable, raw, default=None, fix=None):
     return raw
 
 
-def read_list(problems, variable, raw, what="a list", default=None, fix=None):
+def read_list(problems, variable, raw, what="a list", default=None, fix=None, show=describe):
+    """A list (or tuple, returned as a list); ``show`` writes a refused value into the message (as in ``read_int``)."""
     if raw is None:
         return default
     if not isinstance(raw, (list, tuple)):
-        problems.add(variable, "must be %s, got %s" % (what, describe(raw)), fix)
+        problems.add(variable, "must be %s, got %s" % (what, show(raw)), fix)
         return UNSET
     return list(raw)
 

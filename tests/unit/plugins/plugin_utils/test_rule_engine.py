@@ -127,3 +127,20 @@ def test_readers_in_the_gateways_words():
         "g_port: must be an integer >= 1, got '%s'" % ("1" * 19),
         "g_json: must be true or false, got 'maybe\\\\x0a'",
     ]
+
+
+# -- sglang_nodes ------------------------------------------------------------------------------------------------
+
+def test_readers_word_the_type_and_show_the_value_as_asked():
+    """The group check's messages always showed the refused value with repr() (and a type by its name)."""
+    problems = Problems()
+    assert rules.read_int(problems, "n_rank", True, minimum=0, show=repr, fix="leave it unset") is UNSET
+    assert rules.read_bool(problems, "n_firewall", "yes", what="true or false", show=repr) is UNSET
+    assert rules.read_bool(problems, "n_firewall", None, default=True, what="true or false") is True
+    assert rules.read_list(problems, "n_sources", "10.0.0.1", what="a list of networks",
+                           show=lambda value: type(value).__name__) is UNSET
+    assert problems.errors == [
+        "n_rank: must be an integer >= 0, got True; leave it unset",
+        "n_firewall: must be true or false, got 'yes'",
+        "n_sources: must be a list of networks, got str",
+    ]
