@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import posixpath
 
-from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_int, blank
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import as_bool, as_int, blank
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import range_problems
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.systemd_unit import printable
 
@@ -101,19 +101,21 @@ def shown(text, limit=100):
     return text
 
 
-def describe_shown(value):
-    """``describe`` for values a user may have pasted anything into: texts escaped and cut (``shown``), None named."""
+def describe_shown(value, limit=100, containers=True):
+    """``describe`` for values a user may have pasted anything into: texts escaped and cut (``shown`` after
+    ``limit`` characters), None named. ``containers=False`` shows a dict or list like any other value (its type and
+    its cut ``repr``) instead of just ``a dict``/``a list``."""
     if isinstance(value, bool):
         return "boolean %s" % ("true" if value else "false")
     if isinstance(value, str):
-        return "%r" % (shown(value),)
+        return "%r" % (shown(value, limit),)
     if value is None:
         return "null"
-    if isinstance(value, dict):
+    if containers and isinstance(value, dict):
         return "a dict"
-    if isinstance(value, (list, tuple)):
+    if containers and isinstance(value, (list, tuple)):
         return "a list"
-    return "%s %s" % (type(value).__name__, shown(repr(value)))
+    return "%s %s" % (type(value).__name__, shown(repr(value), limit))
 
 
 # -- typed readers -------------------------------------------------------------------------------------------
@@ -143,11 +145,14 @@ def _bounds(minimum, maximum):
     return ""
 
 
-def read_int(problems, variable, raw, minimum=None, maximum=None, default=None, fix=None):
-    """An integer (decimal text too; not a boolean) within the bounds: ``must be an integer >= 1, got 'x'``."""
+def read_int(problems, variable, raw, minimum=None, maximum=None, default=None, fix=None, digits=None,
+             describe=describe):
+    """An integer (decimal text too; not a boolean) within the bounds: ``must be an integer >= 1, got 'x'``.
+
+    ``digits``: refuse a text of more digits (``values.as_int``); ``describe``: how the message shows ``raw``."""
     if raw is None:
         return default
-    number = as_int(raw, UNSET)
+    number = as_int(raw, UNSET, digits=digits)
     if number is UNSET or (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         span = _bounds(minimum, maximum)
         problems.add(variable, "must be an integer%s, got %s" % (" " + span if span else "", describe(raw)), fix)
@@ -164,10 +169,18 @@ def read_float(problems, variable, raw, default=None, fix=None):
     return number
 
 
-def read_bool(problems, variable, raw, default=None, fix=None):
-    """A YAML boolean (text such as "yes" is not one): ``must be a boolean, got 'yes'``; None gives ``default``."""
+def read_bool(problems, variable, raw, default=None, fix=None, loose=False, describe=describe):
+    """A YAML boolean (text such as "yes" is not one): ``must be a boolean, got 'yes'``; None gives ``default``.
+
+    ``loose``: also the words ``values.as_bool`` reads (yes/no, on/off, 1/0 as text), and the rule says ``must be
+    true or false``; ``describe``: how the message shows ``raw``."""
     if raw is None:
         return default
+    if loose:
+        parsed = as_bool(raw, UNSET)
+        if parsed is UNSET:
+            problems.add(variable, "must be true or false, got %s" % describe(raw), fix)
+        return parsed
     if not isinstance(raw, bool):
         problems.add(variable, "must be a boolean, got %s" % describe(raw), fix)
         return UNSET
@@ -262,3 +275,18 @@ def range_rule(problems, variable, value, minimum, maximum):
     found = range_problems({variable: [value, minimum, maximum]})
     problems.extend(found)
     return not found
+
+
+# -- monitoring_targets --------------------------------------------------------------------------------------
+
+
+def read_port(problems, variable, raw, default=None, fix=None, describe=describe_shown):
+    """A TCP port, 1 to 65535 (decimal text of at most five digits too; not a boolean); a blank value gives
+    ``default``: ``must be an integer between 1 and 65535, got 'x'``, then ``UNSET``."""
+    if blank(raw):
+        return default
+    port = as_int(raw, UNSET, digits=5)
+    if port is UNSET or not 1 <= port <= 65535:
+        problems.add(variable, "must be an integer between 1 and 65535, got %s" % describe(raw), fix)
+        return UNSET
+    return port
