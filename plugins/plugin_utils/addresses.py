@@ -291,7 +291,7 @@ def serves_metrics(hostvars):
 
 # -- one server host ---------------------------------------------------------------------------------------------
 
-def _listener(name, hostvars, problems, words):
+def _listener(name, hostvars, problems, words, describe):
     """(bind, address, source, port) of the server's API listener; None parts after a problem."""
 
     def var(field):
@@ -303,19 +303,19 @@ def _listener(name, hostvars, problems, words):
     port = SERVER_DEFAULT_PORT if blank(raw_port) else as_int(raw_port, _UNSET, digits=5)
     if port is _UNSET or not 1 <= port <= 65535:
         problems.append("%s: must be an integer between 1 and 65535, got %s"
-                        % (var("sglang_server_port"), _describe(raw_port)))
+                        % (var("sglang_server_port"), describe(raw_port)))
         port = None
     bind = ip_literal(text) if isinstance(text, str) else None
     if bind is None:
         problems.append("%s: must be an IP address (%s), got %s"
-                        % (var("sglang_server_host"), words["binds"], _describe(text)))
+                        % (var("sglang_server_host"), words["binds"], describe(text)))
         return None, None, None, port
     if not bind.is_unspecified:
         return bind, bind.compressed, "sglang_server_host", port
     explicit = hostvars.get("ansible_host")
     facts = fact_addresses(hostvars.get("ansible_facts"))
     address, source, problem = wildcard_address(name, bind, explicit, facts, words["who"], words["reacher"],
-                                                 words["hint"])
+                                                words["hint"])
     if problem:
         problems.append("%s: %s" % (var(source or "sglang_server_host"), problem))
         return bind, None, None, port
@@ -359,7 +359,7 @@ def _rendezvous(name, hostvars, problems):
             "source": source}
 
 
-def server_addresses(hostvars, name=None, words=None):
+def server_addresses(hostvars, name=None, words=None, describe=None):
     """The addresses of one SGLang server host, from its variables and facts.
 
     ``hostvars``: that host's variables (a missing one takes the sglang_server role's default):
@@ -382,7 +382,9 @@ def server_addresses(hostvars, name=None, words=None):
     ``ansible_host``; of the rendezvous: no ``sglang_server_dist_init_host`` and no ``ansible_host`` that is an IP
     address; at the top: either) says the address is read from the host's network facts, whether or not they
     are gathered yet. ``words`` (keys as ``SERVER_WORDS``, the default) word the messages for the consumer that
-    reaches the server (the gateway, Prometheus).
+    reaches the server (the gateway, Prometheus); ``describe`` (default ``rules.describe_shown``) shows a wrong
+    ``sglang_server_port`` or ``sglang_server_host`` in their messages, for a consumer whose messages always showed
+    them otherwise.
     """
     if not isinstance(hostvars, dict):
         raise TypeError("hostvars must be a dict, got %s" % type(hostvars).__name__)
@@ -391,7 +393,7 @@ def server_addresses(hostvars, name=None, words=None):
     name = "" if blank(name) else str(name)
     problems = []
     words = dict(SERVER_WORDS, **(words or {}))
-    bind, address, source, port = _listener(name, hostvars, problems, words)
+    bind, address, source, port = _listener(name, hostvars, problems, words, describe or _describe)
     args = hostvars.get("sglang_server_args")
     args = args if isinstance(args, dict) else {}
     scheme = "https" if serves_tls(args) else "http"

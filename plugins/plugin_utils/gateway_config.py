@@ -81,7 +81,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.rules import (
     UNSET,
     Problems,
     address_rule,
-    read_bool_words,
+    read_bool,
     read_int_between,
     read_text,
     run_rules,
@@ -236,6 +236,11 @@ def _read_int(cfg, problems, key, minimum, maximum=None):
     return read_int_between(problems, _var(key), cfg.raw.get(key), minimum, maximum, digits=_DIGITS)
 
 
+def _read_bool(problems, key, raw, default):
+    """A boolean or one of Ansible's words for one ("yes", "off"): ``must be true or false, got 'maybe'``."""
+    return read_bool(problems, _var(key), raw, default, what="true or false", show=_describe, words=True)
+
+
 def _read_choice(cfg, problems, key, choices, template):
     """A required text among ``choices``; ``template`` words the refusal of another one (``%r`` of the text)."""
     text = read_text(problems, _var(key), cfg.raw.get(key), required=True)
@@ -325,13 +330,13 @@ def check_logging(cfg, problems):
     cfg.keep("log_level", _read_choice(cfg, problems, "log_level", LOG_LEVELS,
                                        "must be one of %s, got %%r" % ", ".join(LOG_LEVELS)))
     for key in ("log_json", "audit"):
-        cfg.keep(key, read_bool_words(problems, _var(key), cfg.raw.get(key), True), fallback=True)
+        cfg.keep(key, _read_bool(problems, key, cfg.raw.get(key), True), fallback=True)
 
 
 def check_open_access(cfg, problems):
     """sglang_gateway_allow_unauthenticated (an error in it counts as false: the open data plane stays refused)."""
     key = "allow_unauthenticated"
-    cfg.keep(key, read_bool_words(problems, _var(key), cfg.raw.get(key), False), fallback=False)
+    cfg.keep(key, _read_bool(problems, key, cfg.raw.get(key), False), fallback=False)
 
 
 def check_tls_files(cfg, problems):

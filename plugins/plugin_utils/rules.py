@@ -28,10 +28,10 @@ Addresses
     rule it breaks (a string), which ``template`` turns into the message.
 Ranges
     ``range_rule(problems, variable, value, minimum, maximum)``: ``ranges.range_problems``' message for one value.
-Readers in the gateway's wording
+Readers in the gateway's and the monitoring's wording
     ``read_text`` (a string without control characters, stripped; optionally required), ``read_int_between`` (null
-    refused too, ``between 1 and 65535``/``>= 1``), ``read_bool_words`` (Ansible's words too: ``must be true or
-    false``): a wrong value shown with ``describe_shown``.
+    refused too, ``between 1 and 65535``/``>= 1``), ``read_port`` (blank gives the default): a wrong value shown
+    with ``describe_shown``. ``read_bool(words=True, what="true or false")`` takes Ansible's words for a boolean.
 
 Controller only; standard library only.
 """
@@ -105,19 +105,21 @@ def shown(text, limit=100):
     return text
 
 
-def describe_shown(value):
-    """``describe`` for values a user may have pasted anything into: texts escaped and cut (``shown``), None named."""
+def describe_shown(value, limit=100, containers=True):
+    """``describe`` for values a user may have pasted anything into: texts escaped and cut (``shown`` after
+    ``limit`` characters), None named. ``containers=False`` shows a dict or list like any other value (its type and
+    its cut ``repr``) instead of just ``a dict``/``a list``."""
     if isinstance(value, bool):
         return "boolean %s" % ("true" if value else "false")
     if isinstance(value, str):
-        return "%r" % (shown(value),)
+        return "%r" % (shown(value, limit),)
     if value is None:
         return "null"
-    if isinstance(value, dict):
+    if containers and isinstance(value, dict):
         return "a dict"
-    if isinstance(value, (list, tuple)):
+    if containers and isinstance(value, (list, tuple)):
         return "a list"
-    return "%s %s" % (type(value).__name__, shown(repr(value)))
+    return "%s %s" % (type(value).__name__, shown(repr(value), limit))
 
 
 # -- typed readers -------------------------------------------------------------------------------------------
@@ -147,14 +149,14 @@ def _bounds(minimum, maximum):
     return ""
 
 
-def read_int(problems, variable, raw, minimum=None, maximum=None, default=None, fix=None, show=describe):
+def read_int(problems, variable, raw, minimum=None, maximum=None, default=None, fix=None, digits=None, show=describe):
     """An integer (decimal text too; not a boolean) within the bounds: ``must be an integer >= 1, got 'x'``.
 
-    ``show`` writes the refused value into the message (``describe``, or ``repr`` where a message always showed
-    the value that way)."""
+    ``digits``: refuse a text of more digits (``values.as_int``); ``show`` writes the refused value into the message
+    (``describe``, ``describe_shown``, or ``repr`` where a message always showed the value that way)."""
     if raw is None:
         return default
-    number = as_int(raw, UNSET)
+    number = as_int(raw, UNSET, digits=digits)
     if number is UNSET or (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         span = _bounds(minimum, maximum)
         problems.add(variable, "must be an integer%s, got %s" % (" " + span if span else "", show(raw)), fix)
@@ -171,16 +173,17 @@ def read_float(problems, variable, raw, default=None, fix=None):
     return number
 
 
-def read_bool(problems, variable, raw, default=None, fix=None, what="a boolean", show=describe):
+def read_bool(problems, variable, raw, default=None, fix=None, what="a boolean", show=describe, words=False):
     """A YAML boolean (text such as "yes" is not one): ``must be a boolean, got 'yes'``; None gives ``default``.
 
+    ``words``: also the words Ansible reads as a boolean (``values.as_bool``: yes/no, on/off, 1/0 as text);
     ``what`` names the type in the message (``true or false``), ``show`` writes the value (as in ``read_int``)."""
     if raw is None:
         return default
-    if not isinstance(raw, bool):
+    parsed = as_bool(raw, UNSET) if words else (raw if isinstance(raw, bool) else UNSET)
+    if parsed is UNSET:
         problems.add(variable, "must be %s, got %s" % (what, show(raw)), fix)
-        return UNSET
-    return raw
+    return parsed
 
 
 def read_str(problems, variable, raw, default=None, fix=None):
@@ -274,10 +277,9 @@ def range_rule(problems, variable, value, minimum, maximum):
     return not found
 
 
-# -- gateway_config ------------------------------------------------------------------------------------------
-# The readers of plugin_utils/gateway_config.py, in the words its messages always had: a value a user may have pasted
-# anything into is shown escaped and cut (describe_shown), bounds read "between 1 and 65535" or ">= 1", and a
-# boolean may be one of the words Ansible reads as one ("yes", "off").
+# -- readers in the words of the gateway's and the monitoring's messages -----------------------------------------
+# A value a user may have pasted anything into is shown escaped and cut (describe_shown), bounds read "between 1 and
+# 65535" or ">= 1".
 
 
 def read_text(problems, variable, raw, required=False):
@@ -297,25 +299,22 @@ def read_text(problems, variable, raw, required=False):
     return raw.strip()
 
 
-def read_int_between(problems, variable, raw, minimum, maximum=None, digits=None):
+def read_int_between(problems, variable, raw, minimum, maximum=None, digits=None, show=describe_shown):
     """An integer (decimal text too, at most ``digits`` digits; not a boolean) from ``minimum`` to ``maximum`` (no
     upper bound when None): ``must be an integer between 1 and 65535, got 'x'``, ``must be an integer >= 1, got
-    null``. Unlike ``read_int``, null is refused: the caller's variables all have a default of their own. ``UNSET``
+    null``. Unlike ``read_int``, null is refused: the callers' variables all have a default of their own. ``UNSET``
     after a problem."""
     number = as_int(raw, UNSET, digits=digits)
     if number is UNSET or number < minimum or (maximum is not None and number > maximum):
         span = ("between %d and %d" % (minimum, maximum)) if maximum is not None else (">= %d" % minimum)
-        problems.add(variable, "must be an integer %s, got %s" % (span, describe_shown(raw)))
+        problems.add(variable, "must be an integer %s, got %s" % (span, show(raw)))
         return UNSET
     return number
 
 
-def read_bool_words(problems, variable, raw, default=None):
-    """A boolean, or one of the words Ansible reads as one (``values.as_bool``: "yes", "off", ...): ``must be true or
-    false, got 'maybe'``; None gives ``default``. ``UNSET`` after a problem."""
-    if raw is None:
+def read_port(problems, variable, raw, default=None, show=describe_shown):
+    """A TCP port (decimal text of at most five digits too); a blank value gives ``default``: ``read_int_between``'s
+    ``must be an integer between 1 and 65535, got 'x'``, then ``UNSET``."""
+    if blank(raw):
         return default
-    parsed = as_bool(raw, UNSET)
-    if parsed is UNSET:
-        problems.add(variable, "must be true or false, got %s" % describe_shown(raw))
-    return parsed
+    return read_int_between(problems, variable, raw, 1, 65535, digits=5, show=show)

@@ -114,9 +114,12 @@ def test_readers_in_the_gateways_words():
     assert rules.read_int_between(problems, "g_port", "x" * 120, 1, 65535) is UNSET
     assert rules.read_int_between(problems, "g_retries", 0, 1) is UNSET
     assert rules.read_int_between(problems, "g_port", "1" * 19, 1, digits=18) is UNSET
-    assert rules.read_bool_words(problems, "g_json", "off", True) is False
-    assert rules.read_bool_words(problems, "g_json", None, True) is True
-    assert rules.read_bool_words(problems, "g_json", "maybe\n", True) is UNSET
+    assert rules.read_bool(problems, "g_json", "off", True, what="true or false",
+                           show=rules.describe_shown, words=True) is False
+    assert rules.read_bool(problems, "g_json", None, True, what="true or false",
+                           show=rules.describe_shown, words=True) is True
+    assert rules.read_bool(problems, "g_json", "maybe\n", True, what="true or false",
+                           show=rules.describe_shown, words=True) is UNSET
     assert problems.errors == [
         "g_policy: must be set",
         "g_policy: must be a string, got float 1.5",
@@ -143,4 +146,20 @@ def test_readers_word_the_type_and_show_the_value_as_asked():
         "n_rank: must be an integer >= 0, got True; leave it unset",
         "n_firewall: must be true or false, got 'yes'",
         "n_sources: must be a list of networks, got str",
+    ]
+
+
+# -- monitoring_targets ------------------------------------------------------------------------------------------
+
+def test_read_port_gives_the_default_for_blank_and_refuses_the_rest():
+    problems = Problems()
+    assert rules.read_port(problems, "m_port", " ", default=9100) == 9100
+    assert rules.read_port(problems, "m_port", "09090") == 9090
+    assert rules.read_port(problems, "m_port", "123456") is UNSET
+    assert rules.read_port(problems, "m_port", [1], show=lambda value: rules.describe_shown(value, 80, False)) is UNSET
+    assert rules.read_int(problems, "m_rank", "12345", minimum=0, digits=4) is UNSET
+    assert problems.errors == [
+        "m_port: must be an integer between 1 and 65535, got '123456'",
+        "m_port: must be an integer between 1 and 65535, got list [1]",
+        "m_rank: must be an integer >= 0, got '12345'",
     ]
