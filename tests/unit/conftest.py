@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import subprocess
 import tempfile
 
 import pytest
@@ -28,3 +30,28 @@ def store_dir():
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def baseline_module(tmp_path_factory):
+    """``load(rev, path)``: the module at ``path`` (a file of this collection) as it was at commit ``rev``, read
+    with ``git show`` and imported under a name of its own, for the ``*_differential`` tests that compare a module
+    with its version before a rewrite. It imports its siblings from the installed collection. The test is skipped
+    where that history is not there (an archive, a shallow clone)."""
+    root = os.path.dirname(os.path.abspath(__file__))
+
+    def load(rev, path):
+        try:
+            text = subprocess.run(["git", "show", "%s:%s" % (rev, path)], cwd=root, capture_output=True, text=True,
+                                  check=True, timeout=60).stdout
+        except (OSError, subprocess.SubprocessError) as exc:
+            pytest.skip("the baseline %s is not in this checkout's history (%s)" % (rev, exc))
+        stem = os.path.splitext(os.path.basename(path))[0]
+        copy = tmp_path_factory.mktemp("baseline") / ("%s_%s.py" % (stem, rev))
+        copy.write_text(text)
+        spec = importlib.util.spec_from_file_location("llmserve_%s_baseline_%s" % (stem, rev), str(copy))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -10,10 +10,8 @@ baseline is read with ``git show``; the test is skipped where that history is no
 from __future__ import annotations
 
 import copy
-import importlib.util
 import os
 import random
-import subprocess
 
 import pytest
 
@@ -32,19 +30,8 @@ ODD = (None, "", "  ", True, False, 0, -1, 1.5, [], ["x"], {}, {"a": 1}, "x\n", 
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
-    root = os.path.dirname(os.path.abspath(__file__))
-    try:
-        text = subprocess.run(["git", "show", "%s:plugins/plugin_utils/gateway_config.py" % BASELINE], cwd=root,
-                              capture_output=True, text=True, check=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        pytest.skip("the baseline %s is not in this checkout's history (%s)" % (BASELINE, exc))
-    path = tmp_path_factory.mktemp("baseline") / "gateway_config_baseline.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("llmserve_gateway_config_baseline", str(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def baseline(baseline_module):
+    return baseline_module(BASELINE, "plugins/plugin_utils/gateway_config.py")
 
 
 def _pick(rng, good, bad, rate):

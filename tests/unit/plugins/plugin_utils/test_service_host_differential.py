@@ -7,10 +7,8 @@ generator. The baseline is read with ``git show``; the test is skipped where tha
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
-import subprocess
 
 import pytest
 
@@ -22,19 +20,8 @@ COUNT = int(os.environ.get("LLMSERVE_DIFF_COUNT", "4000"))
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
-    root = os.path.dirname(os.path.abspath(__file__))
-    try:
-        text = subprocess.run(["git", "show", "%s:plugins/plugin_utils/service_host.py" % BASELINE], cwd=root,
-                              capture_output=True, text=True, check=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        pytest.skip("the baseline %s is not in this checkout's history (%s)" % (BASELINE, exc))
-    path = tmp_path_factory.mktemp("baseline") / "service_host_baseline.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("llmserve_service_host_baseline", str(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def baseline(baseline_module):
+    return baseline_module(BASELINE, "plugins/plugin_utils/service_host.py")
 
 
 def _pick(rng, good, bad, rate):

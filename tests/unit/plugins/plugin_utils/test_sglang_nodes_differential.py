@@ -11,10 +11,8 @@ test is skipped where that history is not there (a shallow clone or an unpacked 
 from __future__ import annotations
 
 import copy
-import importlib.util
 import os
 import random
-import subprocess
 
 import pytest
 
@@ -27,19 +25,8 @@ GROUP = "mn"
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
-    root = os.path.dirname(os.path.abspath(__file__))
-    try:
-        text = subprocess.run(["git", "show", "%s:plugins/plugin_utils/sglang_nodes.py" % BASELINE], cwd=root,
-                              capture_output=True, text=True, check=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        pytest.skip("the baseline %s is not in this checkout's history (%s)" % (BASELINE, exc))
-    path = tmp_path_factory.mktemp("baseline") / "sglang_nodes_baseline.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("llmserve_sglang_nodes_baseline", str(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def baseline(baseline_module):
+    return baseline_module(BASELINE, "plugins/plugin_utils/sglang_nodes.py")
 
 
 # -- the generator ---------------------------------------------------------------------------------------------
