@@ -25,7 +25,10 @@ description:
     (as P(llmserve.sglang.sglang_node_group_check#filter), from each node's C(__sglang_server_node_vars))."
   - Any broken rule fails the task with RV(problems), each naming its variable; the host is not contacted.
   - Otherwise it returns the rendered server (as P(llmserve.sglang.sglang_render#filter), without speculative
-    decoding when O(speculative_off)) with this node's place in its multi-node group.
+    decoding when O(speculative_off)) with this node's place in its multi-node group, and RV(addresses), where the
+    server is reached (as P(llmserve.sglang.sglang_server_addresses#filter), from the same variables, the host's
+    C(ansible_facts) as they stand, and its C(ansible_host) read from C(hostvars), so only where the inventory sets
+    one). The role publishes it as C(sglang_server_addresses).
   - The result holds the API keys and the HF token, so it is never shown (as with C(no_log)); a failure is, and its
     messages never show a secret's value.
   - This module is only documentation; the work is done by the action plugin of the same name on the controller.
@@ -50,7 +53,8 @@ options:
   variables:
     description:
       - Variable name to value, used instead of the host's variable of that name (for a play outside the role, or a
-        test). C(__sglang_server_group_nodes) and C(inventory_hostname) may be given too.
+        test). C(__sglang_server_group_nodes), C(inventory_hostname), C(ansible_host) and C(ansible_facts) may be
+        given too.
     type: dict
     default: {}
 seealso:
@@ -58,9 +62,12 @@ seealso:
     plugin_type: filter
   - plugin: llmserve.sglang.sglang_validate
     plugin_type: filter
+  - plugin: llmserve.sglang.sglang_server_addresses
+    plugin_type: filter
 notes:
   - The role registers the result as C(__sglang_server_rendered); C(templates/sglang.service.j2) reads RV(argv) and
-    RV(env), C(config.yaml.j2) RV(config), C(sglang.env.j2) RV(env_file).
+    RV(env), C(config.yaml.j2) RV(config), C(sglang.env.j2) RV(env_file); it publishes RV(addresses) as
+    C(sglang_server_addresses), whose C(api.probe_url) its own probes use.
 """
 
 EXAMPLES = r"""
@@ -165,4 +172,39 @@ node:
     nnodes:
       description: The number of nodes (1 for a single-host server).
       type: int
+addresses:
+  description:
+    - Where the server is reached, as P(llmserve.sglang.sglang_server_addresses#filter) returns it for this host
+      (C(plugins/plugin_utils/addresses.py)). Its parts are null where they cannot be known and RV(addresses.problems)
+      says why; the action does not fail for them (a server bound to C(0.0.0.0) without C(ansible_host) and without
+      network facts has no address for other hosts yet, but C(api.probe_url) still holds).
+  returned: success
+  type: dict
+  contains:
+    name:
+      description: The inventory name.
+      type: str
+    needs_facts:
+      description: An address is read from the host's network facts (gathered or not).
+      type: bool
+    api:
+      description: The API listener; C(url) is where other hosts reach it, C(probe_url) where the host itself probes
+        it (the role's readiness, smoke and metrics requests).
+      type: dict
+      sample: {"bind": "0.0.0.0", "wildcard": true, "address": "10.20.0.2", "port": 30000, "scheme": "http",
+               "url": "http://10.20.0.2:30000", "probe_url": "http://127.0.0.1:30000",
+               "source": "ansible_facts.default_ipv4.address", "needs_facts": true}
+    metrics:
+      description: C(/metrics), which SGLang serves on the API port; its URLs are null when it serves none.
+      type: dict
+      sample: {"enabled": false, "address": "10.20.0.2", "port": 30000, "url": null, "probe_url": null}
+    rendezvous:
+      description: The multi-node rendezvous this node offers as rank 0; null for a single-host server.
+      type: dict
+      sample: {"host": "10.20.0.2", "port": 25000, "address": "10.20.0.2:25000", "source": "inventory",
+               "needs_facts": false}
+    problems:
+      description: Why a part is null, each message starting with the variable.
+      type: list
+      elements: str
 """

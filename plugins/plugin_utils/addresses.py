@@ -375,7 +375,8 @@ def server_addresses(hostvars, name=None, words=None, describe=None):
          "problems": [...]}
 
     ``address`` is where other hosts reach the listener (the wildcard rule), ``probe_url`` where the host itself
-    probes it (the probe rule), ``source`` the variable the address comes from (``sglang_server_host``,
+    probes it (the probe rule, on ``sglang_server_host`` and ``sglang_server_port`` as written: None where
+    ``probe_url`` refuses them), ``source`` the variable the address comes from (``sglang_server_host``,
     ``ansible_host``, ``ansible_facts.default_ipv4.address``/``default_ipv6``; ``inventory`` or
     ``sglang_server_dist_init_host`` for the rendezvous). A part that cannot be known is None and ``problems``
     says why (each message starts with the variable). ``needs_facts`` (of the API: a wildcard bind without
@@ -398,8 +399,12 @@ def server_addresses(hostvars, name=None, words=None, describe=None):
     args = args if isinstance(args, dict) else {}
     scheme = "https" if serves_tls(args) else "http"
     url = "%s://%s:%d" % (scheme, url_host(address), port) if address is not None and port is not None else None
+    # the probe rule on the host and port as written, as the sglang_server role has always probed its own server:
+    # a spelling the bind rule normalises (2001:DB8::1, a port of "030000") keeps the URL it had, and a value the
+    # probe rule refuses (a host with a line break, a null port) leaves it None, where the role failed before
     try:
-        probe = probe_url(bind.compressed, port, args) if bind is not None and port is not None else None
+        probe = probe_url(hostvars.get("sglang_server_host", SERVER_DEFAULT_HOST),
+                          hostvars.get("sglang_server_port", SERVER_DEFAULT_PORT), args)
     except ValueError:
         probe = None
     api = {"bind": bind.compressed if bind is not None else None, "wildcard": bool(bind and bind.is_unspecified),

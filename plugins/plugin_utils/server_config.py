@@ -13,7 +13,9 @@ deployment state and the compile caches may live), and returns the rendered serv
 ``warnings`` as ``remarks``), with the multi-node plan of this node (``sglang_nodes``) and the configuration it was
 rendered from. With ``speculative_off`` the server is rendered without speculative decoding
 (``spec_policy.without_speculation``). Every broken rule is reported at once (``ServerConfigError.problems``), with
-the messages the Jinja rules gave. Controller only.
+the messages the Jinja rules gave. ``host_addresses`` gives ``addresses.server_addresses`` of the host from the same
+variables and the host's ``ansible_host`` and facts: the action adds it to a valid configuration's result
+(``addresses``), which validate.yml publishes as ``sglang_server_addresses``. Controller only.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import os.path
 import re
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.addresses import HOSTVARS, server_addresses
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import range_problems
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.service_host import service_problems
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
@@ -67,8 +70,11 @@ CONFIG_VARIABLES = (
     ("probe_validate_certs", "sglang_server_probe_validate_certs"),
 )
 EMPTY_IS_NONE = frozenset(("served_model_name", "api_key", "hf_token"))
+# the role variables server_addresses reads besides the ones above (the multi-node rendezvous); a play outside the
+# role may leave them undefined: server_addresses then takes the role's defaults
+ADDRESS_VARIABLES = ("sglang_server_dist_init_host", "sglang_server_dist_init_port")
 # may be left undefined (None then)
-OPTIONAL_VARIABLES = frozenset(("sglang_server_p2p_ok",))
+OPTIONAL_VARIABLES = frozenset(("sglang_server_p2p_ok",) + ADDRESS_VARIABLES)
 # one node of a multi-node server (None for a single-host server), from the group plan
 MULTINODE_KEYS = ("nnodes", "node_rank", "dist_init_addr", "node_ifname")
 # the variables the other rules read
@@ -80,7 +86,10 @@ RULE_VARIABLES = (
 )
 # every variable server_config reads (the action plugin resolves these for the host)
 VARIABLES = tuple(name for _key, name in CONFIG_VARIABLES) + tuple(
-    name for name in RULE_VARIABLES if name not in dict((v, k) for k, v in CONFIG_VARIABLES))
+    name for name in RULE_VARIABLES if name not in dict((v, k) for k, v in CONFIG_VARIABLES)) + ADDRESS_VARIABLES
+# the host's own variables server_addresses reads, which are no role variables (the action reads ansible_host from the
+# host's inventory only: in a task's variables Ansible always defines it, as the inventory name)
+HOST_VARIABLES = ("ansible_host", "ansible_facts")
 
 MSG_INSTALL = ("sglang_server_install=wheelhouse needs sglang_server_wheelhouse (a directory of wheels on the host); "
                "sglang_server_install=none needs sglang_server_python (the interpreter of an existing SGLang "
@@ -181,6 +190,16 @@ def node_plan(group, nodes, hostname):
     multinode = plan[hostname]
     rank0 = next(name for name, node in plan.items() if node.get("node_rank") == 0)
     return [], multinode, rank0, {"group": group, "rank": multinode["node_rank"], "nnodes": multinode["nnodes"]}
+
+
+def host_addresses(variables, hostname=None, host=None):
+    """``addresses.server_addresses`` of this host: the role's variables it reads (``addresses.HOSTVARS``) from
+    ``variables``, ``ansible_host`` and ``ansible_facts`` from ``host`` (ansible_host only where the inventory sets
+    it), the inventory name ``hostname``. The sglang_server role's ``addresses`` entry point gives the filter the same."""
+    hostvars = dict((name, variables[name]) for name in HOSTVARS if name in variables and name not in HOST_VARIABLES)
+    hostvars.update((name, value) for name, value in (host or {}).items() if name in HOST_VARIABLES)
+    hostvars["inventory_hostname"] = hostname
+    return server_addresses(hostvars)
 
 
 def server_config(variables, nodes=None, hostname=None, speculative_off=False):

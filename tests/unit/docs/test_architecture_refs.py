@@ -25,6 +25,14 @@ HOPS = {
     "plugins/action/server_config.py": "VARIABLES",
     "plugins/plugin_utils/server_config.py": '"sglang_server_speculative"',
     "plugins/plugin_utils/sglang_args.py": "SPECULATIVE_KEYS",
+    # the section "Addresses": who publishes sglang_server_addresses and who reads it
+    "plugins/plugin_utils/addresses.py": "def server_addresses(",
+    "roles/sglang_server/tasks/addresses.yml": "sglang_server_addresses:",
+    "roles/sglang_server/vars/main.yml": "__sglang_server_",
+    "roles/sglang_server/tasks/verify.yml": "__sglang_server_ready_url",
+    "roles/sglang_server/tasks/probe.yml": "__sglang_server_ready_url",
+    "roles/sglang_server/tasks/restore.yml": "__sglang_server_ready_url",
+    "roles/sglang_server/tasks/deploy.yml": "__sglang_server_base_url",
 }
 TEMPLATE_LINES = {"ExecStart=", "__sglang_server_rendered.argv"}
 

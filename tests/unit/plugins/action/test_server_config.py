@@ -19,6 +19,8 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_base_url
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import addresses
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import server_config as sc
 from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path
 
@@ -53,6 +55,11 @@ CASES = {
                           "sglang_server_api_key": "sk-\x85secret"},
     "bad_account": {"sglang_server_user": "root"},
     "tp_without_gpus": {"sglang_server_gpus": [0], "sglang_server_tp_size": 2},
+    # where the server is reached: a wildcard bind, no facts, and no ansible_host in the inventory (the task's own
+    # ansible_host, the inventory name, is not taken for one); the IPv6 address probed as written
+    "wildcard": {"sglang_server_host": "0.0.0.0", "sglang_server_metrics": True},
+    "ipv6_tls": {"sglang_server_host": "FD00::5", "sglang_server_port": "30001",
+                 "sglang_server_args": {"ssl_certfile": "/etc/ssl/s.pem", "ssl_keyfile": "/etc/ssl/s.key"}},
 }
 KEYS = ("argv", "config", "env", "env_file", "p2p", "expected_server_info", "requested_backend")
 
@@ -72,7 +79,13 @@ def _play(name, overrides, out):
                                              "public": True}},
            _write(out, name, "new", "__sglang_server_rendered"),
            {"llmserve.sglang.server_config": {"speculative_off": True}, "register": "__new_spec_off"},
-           _write(out, name, "new_spec_off", "__new_spec_off")]
+           _write(out, name, "new_spec_off", "__new_spec_off"),
+           # what the role publishes of it
+           _write(out, name, "fact", "sglang_server_addresses")]
+    if name == "wildcard":
+        new += [{"llmserve.sglang.server_config": {"variables": {"ansible_host": "10.1.2.3"}},
+                 "register": "__new_override"},
+                _write(out, name, "new_override", "__new_override.addresses")]
     old = [{"ansible.builtin.include_tasks": JINJA_PATH},
            _write(out, name, "old", "__old_rendered"),
            _write(out, name, "old_spec_off", "__old_rendered_spec_off")]
@@ -97,7 +110,7 @@ def both(tmp_path_factory):
     cases = {}
     for name in CASES:
         files = {}
-        for entry in ("new", "new_error", "new_spec_off", "old", "old_error", "old_spec_off"):
+        for entry in ("new", "new_error", "new_spec_off", "old", "old_error", "old_spec_off", "fact", "new_override"):
             path = os.path.join(out, name, entry + ".json")
             if os.path.exists(path):
                 with open(path, encoding="utf-8") as handle:
@@ -128,6 +141,13 @@ def test_the_action_agrees_with_the_jinja_rules_and_filters(both, name):
     for key in KEYS:
         assert case["new_spec_off"][key] == case["old_spec_off"][key], key
     assert case["new_spec_off"]["speculative_off"] is True
+    # where the server is reached, published by validate.yml; probed where the role always probed it
+    variables = dict(BASE, **CASES[name])
+    assert case["fact"] == new["addresses"] == case["new_spec_off"]["addresses"]
+    assert new["addresses"]["name"] == "localhost"
+    assert new["addresses"]["api"]["probe_url"] == sglang_base_url(
+        variables.get("sglang_server_args", {}), variables.get("sglang_server_host", "127.0.0.1"),
+        variables.get("sglang_server_port", 30000))
 
 
 def test_the_cases_cover_both_outcomes(both):
@@ -137,6 +157,27 @@ def test_the_cases_cover_both_outcomes(both):
     assert "--speculative-algorithm" in spec["new"]["argv"]
     assert not any(token.startswith("--speculative") for token in spec["new_spec_off"]["argv"])
     assert spec["new_spec_off"]["expected_server_info"] != spec["new"]["expected_server_info"]
+
+
+def test_the_addresses_of_a_wildcard_bind(both):
+    found = both["wildcard"]["new"]["addresses"]
+    api = found["api"]
+    assert (api["bind"], api["address"], api["source"], api["url"]) == ("0.0.0.0", None, None, None)
+    assert api["probe_url"] == "http://127.0.0.1:30000" and api["needs_facts"] is True
+    assert found["metrics"]["probe_url"] == "http://127.0.0.1:30000/metrics"
+    assert found["problems"] == [
+        "hostvars['localhost'].sglang_server_host: localhost binds 0.0.0.0, so another host needs an address to reach "
+        "it: set its ansible_host, or gather its facts (default_ipv4) in the same play"]
+    # given in variables, ansible_host is taken
+    override = both["wildcard"]["new_override"]
+    assert (override["api"]["address"], override["api"]["source"]) == ("10.1.2.3", "ansible_host")
+    assert override["metrics"]["url"] == "http://10.1.2.3:30000/metrics"
+
+
+def test_the_addresses_of_a_tls_ipv6_bind(both):
+    api = both["ipv6_tls"]["new"]["addresses"]["api"]
+    assert (api["address"], api["url"]) == ("fd00::5", "https://[fd00::5]:30001")
+    assert api["probe_url"] == "https://[FD00::5]:30001"
 
 
 def test_many_problems_are_reported_at_once(both):
@@ -209,6 +250,31 @@ def test_every_config_key_comes_from_one_variable():
     cfg = sc.build_config(dict((name, "") for name in sc.VARIABLES))
     assert cfg["api_key"] is None and cfg["hf_token"] is None and cfg["served_model_name"] is None
     assert all(cfg[key] is None for key in sc.MULTINODE_KEYS)
+
+
+def test_host_addresses_is_server_addresses_of_the_same_variables():
+    variables = {"sglang_server_host": "::", "sglang_server_port": 30001, "sglang_server_metrics": False,
+                 "sglang_server_args": {"enable_metrics": True}, "sglang_server_node_group": "mn",
+                 "sglang_server_dist_init_port": 26000, "sglang_server_model_path": "/models/m",
+                 "ansible_host": "ignored: not a role variable"}
+    facts = {"default_ipv4": {"address": "192.0.2.2"}, "default_ipv6": {"address": "fd00::2"}}
+    found = sc.host_addresses(variables, "gpu-1", {"ansible_facts": facts, "other": "ignored"})
+    assert found == addresses.server_addresses(
+        {"inventory_hostname": "gpu-1", "sglang_server_host": "::", "sglang_server_port": 30001,
+         "sglang_server_metrics": False, "sglang_server_args": {"enable_metrics": True},
+         "sglang_server_node_group": "mn", "sglang_server_dist_init_port": 26000, "ansible_facts": facts})
+    assert (found["api"]["address"], found["rendezvous"]["address"]) == ("fd00::2", "192.0.2.2:26000")
+    assert sc.host_addresses(variables, "gpu-1", {"ansible_host": "10.0.0.9"})["api"]["address"] == "10.0.0.9"
+
+
+def test_the_address_variables_are_optional_role_defaults():
+    role = os.path.join(HERE, "..", "..", "..", "..", "roles", "sglang_server")
+    with open(os.path.join(role, "defaults", "main.yml"), encoding="utf-8") as handle:
+        defaults = yaml.safe_load(handle)
+    assert set(sc.ADDRESS_VARIABLES) <= set(defaults) and set(sc.ADDRESS_VARIABLES) <= sc.OPTIONAL_VARIABLES
+    # every host variable server_addresses reads comes from the action: a role variable or the host's own
+    assert set(addresses.HOSTVARS) == set(name for name in sc.VARIABLES if name in addresses.HOSTVARS) | set(
+        sc.HOST_VARIABLES) | {"inventory_hostname"}
 
 
 def test_the_variables_exist_in_the_role():
