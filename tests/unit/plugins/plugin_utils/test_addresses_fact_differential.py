@@ -14,10 +14,8 @@ The baseline is read with ``git show``; the test is skipped where that history i
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
-import subprocess
 
 import pytest
 import yaml
@@ -32,28 +30,14 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 MISSING = object()
 
 
-def _load(tmp_path_factory, path, name):
-    try:
-        text = subprocess.run(["git", "show", "%s:%s" % (BASELINE, path)], cwd=ROOT, capture_output=True, text=True,
-                              check=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        pytest.skip("the baseline %s is not in this checkout's history (%s)" % (BASELINE, exc))
-    target = tmp_path_factory.mktemp("baseline") / (name + ".py")
-    target.write_text(text)
-    spec = importlib.util.spec_from_file_location(name, str(target))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture(scope="module")
+def old_addresses(baseline_module):
+    return baseline_module(BASELINE, "plugins/plugin_utils/addresses.py")
 
 
 @pytest.fixture(scope="module")
-def old_addresses(tmp_path_factory):
-    return _load(tmp_path_factory, "plugins/plugin_utils/addresses.py", "llmserve_addresses_baseline")
-
-
-@pytest.fixture(scope="module")
-def old_server_config(tmp_path_factory):
-    return _load(tmp_path_factory, "plugins/plugin_utils/server_config.py", "llmserve_server_config_baseline")
+def old_server_config(baseline_module):
+    return baseline_module(BASELINE, "plugins/plugin_utils/server_config.py")
 
 
 def _pick(rng, good, bad, rate):
