@@ -15,6 +15,11 @@ byte-identical files. About 140k parameters in bfloat16, vocabulary 512, context
 writes a model of at least that many MiB of weights instead (wider layers, as many as it takes: about 120 MiB a
 layer), for measuring what loading weights costs (the restart benchmark); still gibberish, slower per token.
 
+    ... make_tiny_model.py OUTDIR --seed 2
+
+draws the weights from another seed: the same tokenizer, configuration and tensor shapes, other values, so other
+answers. Two such directories are two revisions of one model (what an in-place weight swap loads).
+
 Needs torch, tokenizers and transformers, i.e. the venv made by install_sglang_venv.sh.
 """
 
@@ -103,7 +108,7 @@ def wide_layers(size_mib):
     return max(1, -(-(size_mib * 2 ** 20 // 2 - fixed) // per_layer))
 
 
-def build_model(arch, tokenizer, size_mib=0):
+def build_model(arch, tokenizer, size_mib=0, seed=SEED):
     import torch
     from transformers import GenerationConfig
 
@@ -126,7 +131,7 @@ def build_model(arch, tokenizer, size_mib=0):
     else:
         from transformers import Qwen3Config as Config, Qwen3ForCausalLM as Model
 
-    torch.manual_seed(SEED)
+    torch.manual_seed(seed)
     model = Model(Config(**common)).to(torch.bfloat16).eval()
     generation = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id,
@@ -142,6 +147,9 @@ def main(argv=None):
     parser.add_argument("--arch", choices=("llama", "qwen3"), default="llama", help="model architecture (default llama)")
     parser.add_argument("--size-mib", type=int, default=0,
                         help="at least this many MiB of weights (wide layers); default: the tiny model")
+    parser.add_argument("--seed", type=int, default=SEED,
+                        help="seed of the random weights (default %d); another seed gives another revision of the same "
+                             "model: same files but model.safetensors, other answers" % SEED)
     args = parser.parse_args(argv)
     if args.size_mib < 0:
         parser.error("--size-mib must be 0 (the tiny model) or a positive number of MiB")
@@ -155,7 +163,7 @@ def main(argv=None):
     os.makedirs(args.outdir, exist_ok=True)
     tokenizer = build_tokenizer()
     tokenizer.save_pretrained(args.outdir)
-    model, generation = build_model(args.arch, tokenizer, args.size_mib)
+    model, generation = build_model(args.arch, tokenizer, args.size_mib, args.seed)
     model.save_pretrained(args.outdir)
     generation.save_pretrained(args.outdir)
     # safetensors writes 0600; make every file readable so a service user can load a copied model.

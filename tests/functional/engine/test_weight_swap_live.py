@@ -1,0 +1,289 @@
+# Copyright (c) 2026, llmserve developers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A revision swapped into the REAL SGLang 0.5.23 server on CPU, through module_utils/weight_swap.py.
+
+Two revisions of the tiny model (tools/engine/make_tiny_model.py, default seed and ``--seed 2``: same tokenizer,
+configuration and shapes, other weights) and two broken ones (no weight file; a weight file cut in half). One server
+is started on revision A with an API key and an admin key (in a ``--config`` file, as the role keeps them) and a
+``--served-model-name``; on it, in this order:
+
+1. a revision without weights: 400, A's weights still serve (same greedy answer);
+2. revision B as ``weight_version`` = a commit: same PID and children, ``/model_info`` and every answer's
+   ``meta_info`` carry the commit, ``/server_info`` keeps the start-up value, the served name becomes B's path,
+   the greedy answer changes;
+3. the API key instead of the admin key: 401;
+4. back to A while a long request runs: the update waits for it, then succeeds (the cache flush is not refused);
+5. the cut weight file: the server drops the connection and dies (SGLang's rollback reads the broken path again).
+
+Then a fresh server is started on B: its greedy answer is the one the swapped server gave, and its start-up time
+is printed beside the swap's seconds (``pytest -s``). Two server starts, one at a time: 2-4 minutes on 2 busy cores.
+Needs ``LLMSERVE_SGLANG_VENV`` (``make engine-assets``); ``LLMSERVE_SGLANG_MODEL`` (optional) saves building A.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.llmserve.sglang.plugins.module_utils import http_client
+from ansible_collections.llmserve.sglang.plugins.module_utils import weight_swap as ws
+
+ENGINE_DIR = Path(__file__).resolve().parents[3] / "tools" / "engine"
+VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "")
+CACHED_MODEL = os.environ.get("LLMSERVE_SGLANG_MODEL", "")
+API = "sk-swap-api-0123456789"
+ADMIN = "sk-swap-admin-9876543210"
+COMMIT_B = "b" * 40
+START_BUDGET = 240.0  # launch to /health 200; 25 s idle, over 80 s seen with the 2 cores shared
+
+pytestmark = pytest.mark.skipif(
+    not VENV or not os.path.isfile(os.path.join(VENV, "bin", "python")),
+    reason="LLMSERVE_SGLANG_VENV is not set or holds no python: it must name the CPU SGLang venv made by "
+           "tools/engine/install_sglang_venv.sh (make engine-assets exports it)")
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location("llmserve_engine_" + name, ENGINE_DIR / (name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+smoke_server = _load("smoke_server")
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _make_model(outdir, seed=None):
+    argv = [os.path.join(VENV, "bin", "python"), str(ENGINE_DIR / "make_tiny_model.py"), str(outdir)]
+    if seed is not None:
+        argv += ["--seed", str(seed)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False,
+                          env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def revisions(tmp_path_factory):
+    root = tmp_path_factory.mktemp("revisions")
+    rev_a, rev_b = root / "rev-a", root / "rev-b"
+    if CACHED_MODEL and os.path.isfile(os.path.join(CACHED_MODEL, "model.safetensors")):
+        shutil.copytree(CACHED_MODEL, rev_a)  # the default seed: what make_tiny_model.py writes without --seed
+    else:
+        _make_model(rev_a)
+    _make_model(rev_b, seed=2)
+    no_weights = root / "rev-no-weights"
+    shutil.copytree(rev_a, no_weights)
+    (no_weights / "model.safetensors").unlink()
+    cut = root / "rev-cut"
+    shutil.copytree(rev_a, cut)
+    data = (cut / "model.safetensors").read_bytes()
+    (cut / "model.safetensors").write_bytes(data[:len(data) // 2])
+    return {"a": str(rev_a), "b": str(rev_b), "no_weights": str(no_weights), "cut": str(cut)}
+
+
+class Server(object):
+    """One real server on loopback, its start-up timed; always stopped by the caller."""
+
+    def __init__(self, model, workdir, name):
+        self.port = _free_port()
+        self.base_url = "http://127.0.0.1:%d" % self.port
+        config = Path(workdir) / ("%s.yaml" % name)
+        config.write_text("api-key: %s\nadmin-api-key: %s\nserved-model-name: tiny\n" % (API, ADMIN))
+        config.chmod(0o600)
+        self.log_path = Path(workdir) / ("%s.log" % name)
+        self.log = open(self.log_path, "wb")  # pylint: disable=consider-using-with
+        self.shm_before = set(glob.glob(smoke_server.SHM_GLOB))
+        started = time.monotonic()
+        self.process = smoke_server.launch(VENV, model, self.port, self.log, ["--config", str(config)])
+        while True:
+            assert self.process.poll() is None, "server exited with %s: %s" % (self.process.returncode, self.tail())
+            assert time.monotonic() - started < START_BUDGET, "no /health 200 in %d s: %s" % (START_BUDGET, self.tail())
+            if smoke_server.port_open(self.port):
+                status, dummy = smoke_server.http("GET", self.base_url + "/health", timeout=2.0)
+                if status == 200:
+                    break
+            time.sleep(0.1)
+        self.start_seconds = round(time.monotonic() - started, 2)
+
+    def tail(self):
+        self.log.flush()
+        return self.log_path.read_text(errors="replace")[-3000:]
+
+    def stop(self):
+        try:
+            smoke_server.stop(self.process)
+        finally:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)  # whatever of its group is left
+            except ProcessLookupError:
+                pass
+            self.log.close()
+            smoke_server.remove_leftover_shm(self.shm_before)
+
+    def children(self):
+        found = []
+        for stat in glob.glob("/proc/[0-9]*/stat"):
+            try:
+                with open(stat) as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == str(self.process.pid):
+                found.append(int(stat.split("/")[2]))
+        return sorted(found)
+
+    def get(self, path):
+        status, body = _request("GET", self.base_url + path, None)
+        assert status == 200, (path, status, body)
+        return body
+
+    def generate(self, tokens=8, **sampling):
+        sampling_params = dict(max_new_tokens=tokens, temperature=0, **sampling)
+        status, body = _request("POST", self.base_url + "/generate",
+                                {"text": "Hello world", "sampling_params": sampling_params})
+        assert status == 200 and isinstance(body, dict), (status, body)
+        return body["text"], body["meta_info"]
+
+
+def _request(method, url, body, key=API, timeout=300):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers={
+        "Content-Type": "application/json", "Authorization": "Bearer %s" % key})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+
+
+class _Module(object):
+    params = {"use_proxy": False, "validate_certs": True}
+
+    def fail_json(self, **kwargs):
+        raise AssertionError(kwargs)
+
+
+def _swap(server, model_path, version, **kwargs):
+    module = _Module()
+    args = dict(api_key=API, admin_key=ADMIN, timeout=300.0, read_timeout=30.0)
+    args.update(kwargs)
+    with http_client.HardenedClient(module, http_client.build_fetcher(module)) as client:
+        return ws.swap_weights(client, server.base_url, model_path, version, **args)
+
+
+def test_a_revision_swapped_into_the_running_server(revisions, tmp_path):
+    timings = {}
+    # what the host would check before asking: B fits A tensor by tensor, the broken ones do not
+    assert ws.compare_checkpoints(revisions["a"], revisions["b"]) == {"same_shape": True, "problems": [],
+                                                                      "tensors": 21}
+    assert not ws.compare_checkpoints(revisions["a"], revisions["no_weights"])["same_shape"]
+    cut = ws.compare_checkpoints(revisions["a"], revisions["cut"])
+    assert not cut["same_shape"] and "(cut or padded)" in cut["problems"][0]
+
+    server = Server(revisions["a"], tmp_path, "swapped")
+    try:
+        timings["cold_start_a_s"] = server.start_seconds
+        pid, children = server.process.pid, server.children()
+        assert len(children) >= 2  # scheduler and detokenizer
+        answer_a, meta = server.generate()
+        assert meta["weight_version"] == "default"
+        assert server.get("/v1/models")["data"][0]["id"] == "tiny"
+
+        # 1. no weights in the new directory: refused before anything is read, A still serves
+        failed = _swap(server, revisions["no_weights"], "c" * 40)
+        assert failed["outcome"] == ws.REJECTED and failed["status"] == 400, failed
+        assert "Cannot find any model weights" in failed["message"]
+        assert failed["old_weights_serving"] is True
+        assert failed["after"] == {"model_path": revisions["a"], "served_model_name": "tiny",
+                                   "weight_version": "default", "load_format": "auto"}
+        text, meta = server.generate()
+        assert text == answer_a and meta["weight_version"] == "default"
+        timings["refused_update_s"] = failed["seconds"]["update"]
+
+        # 2. revision B, in place
+        swapped = _swap(server, revisions["b"], COMMIT_B)
+        assert swapped["outcome"] == ws.SWAPPED and swapped["ok"] and swapped["status"] == 200, swapped
+        assert swapped["message"] == "Succeeded to update model weights. Weight version updated to %s." % COMMIT_B
+        assert swapped["after"] == {"model_path": revisions["b"], "served_model_name": revisions["b"],
+                                    "weight_version": COMMIT_B, "load_format": "auto"}
+        # SGLang 0.5.23 serves under the loaded path afterwards: --served-model-name is lost
+        assert swapped["served_models"] == [{"id": revisions["b"], "root": revisions["b"]}]
+        assert swapped["served_model_name_changed"] is True
+        assert server.process.poll() is None and server.process.pid == pid and server.children() == children
+        answer_b, meta = server.generate()
+        assert answer_b != answer_a and meta["weight_version"] == COMMIT_B
+        info = server.get("/server_info")
+        assert info["weight_version"] == "default" and info["model_path"] == revisions["a"]  # start-up values
+        timings["swap_update_s"] = swapped["seconds"]["update"]
+        timings["swap_with_read_back_s"] = swapped["seconds"]["total"]
+
+        # 3. with both keys set, only the admin key opens the route
+        refused = _swap(server, revisions["a"], "d" * 40, admin_key=None)
+        assert refused["outcome"] == ws.UNAUTHORIZED and refused["status"] == 401
+        assert server.generate()[0] == answer_b
+
+        # 4. a long request runs: the update waits for it (a writer lock), then loads; no flush refusal
+        long_answer = {}
+
+        def long_request():
+            long_answer["result"] = server.generate(tokens=600, ignore_eos=True)
+            long_answer["ended"] = time.monotonic()
+
+        thread = threading.Thread(target=long_request)
+        thread.start()
+        time.sleep(1.5)  # the request is running: 600 tokens take 5 s or more here
+        sent = time.monotonic()
+        back = _swap(server, revisions["a"], "a" * 40)
+        returned = time.monotonic()
+        thread.join(300)
+        assert back["outcome"] == ws.SWAPPED, back
+        text, meta = long_answer["result"]
+        assert meta["finish_reason"]["type"] == "length" and meta["weight_version"] == COMMIT_B
+        # the update returned only after the long request had ended, and it was still running when it was sent
+        assert long_answer["ended"] <= returned and long_answer["ended"] - sent > 1.0
+        assert back["seconds"]["update"] >= long_answer["ended"] - sent - 0.5
+        assert server.generate()[0] == answer_a
+        timings["swap_behind_long_request_s"] = back["seconds"]["update"]
+        timings["long_request_left_when_swap_sent_s"] = round(long_answer["ended"] - sent, 2)
+
+        # 5. a weight file cut in half: SGLang's rollback reads the broken path again and the server dies
+        lost = _swap(server, revisions["cut"], "e" * 40, timeout=120.0, read_timeout=5.0)
+        assert lost["outcome"] == ws.LOST and lost["status"] == -1, lost
+        server.process.wait(timeout=120)
+        assert server.process.returncode != 0
+        log = server.log_path.read_text(errors="replace")
+        # the first read fails, and the "rollback" fails the same way: no "Rolling back" answer, a second traceback
+        assert log.count("incomplete metadata, file not fully covered") >= 2
+        assert "During handling of the above exception, another exception occurred" in log
+    finally:
+        server.stop()
+
+    fresh = Server(revisions["b"], tmp_path, "fresh")
+    try:
+        timings["cold_start_b_s"] = fresh.start_seconds
+        assert fresh.generate()[0] == answer_b  # the swapped server answered exactly like a fresh one on B
+    finally:
+        fresh.stop()
+    timings["swap_vs_cold_start"] = round(timings["swap_update_s"] / timings["cold_start_b_s"], 5)
+    print("\nweight swap timings: %s" % json.dumps(timings, sort_keys=True))
+    (tmp_path / "timings.json").write_text(json.dumps(timings, indent=1, sort_keys=True))
+    assert timings["swap_update_s"] < timings["cold_start_b_s"]
