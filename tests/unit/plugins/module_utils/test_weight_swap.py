@@ -357,11 +357,12 @@ def test_a_swap_to_the_same_revision_again_is_verified(server, client):
     (dict(base_url="ftp://127.0.0.1"), "http:// or https://"),
 ])
 def test_arguments_that_cannot_make_a_request(client, kwargs, words):
-    args = dict(base_url="http://127.0.0.1:9", model_path=NEW, weight_version="c0ffee")
-    args.update(kwargs)
-    base_url, model_path, weight_version = args.pop("base_url"), args.pop("model_path"), args.pop("weight_version")
+    positional = ("base_url", "model_path", "weight_version")
+    base_url, model_path, weight_version = (kwargs.get(name, default) for name, default in zip(
+        positional, ("http://127.0.0.1:9", NEW, "c0ffee")))
+    options = dict((name, value) for name, value in kwargs.items() if name not in positional)
     with pytest.raises(ws.SwapInputError) as info:
-        ws.swap_weights(client, base_url, model_path, weight_version, **args)
+        ws.swap_weights(client, base_url, model_path, weight_version, **options)
     assert words in str(info.value)
     assert "two words" not in str(info.value)
 
