@@ -13,7 +13,8 @@ is started on revision A with an API key and an admin key (in a ``--config`` fil
    ``meta_info`` carry the commit, ``/server_info`` keeps the start-up value, the served name becomes B's path,
    the greedy answer changes;
 3. the API key instead of the admin key: 401;
-4. back to A while a long request runs: the update waits for it, then succeeds (the cache flush is not refused);
+4. back to A while a long request streams (sent once its first tokens are back): the update waits for it, then
+   succeeds (the cache flush is not refused);
 5. the cut weight file: the server drops the connection and dies (SGLang's rollback reads the broken path again).
 
 Then a fresh server is started on B: its greedy answer is the one the swapped server gave, and its start-up time
@@ -48,6 +49,7 @@ CACHED_MODEL = os.environ.get("LLMSERVE_SGLANG_MODEL", "")
 API = "sk-swap-api-0123456789"
 ADMIN = "sk-swap-admin-9876543210"
 COMMIT_B = "b" * 40
+LONG_TOKENS = 1900  # greedy tokens of the request the update must wait for
 START_BUDGET = 240.0  # launch to /health 200; 25 s idle, over 80 s seen with the 2 cores shared
 
 pytestmark = pytest.mark.skipif(
@@ -163,6 +165,27 @@ class Server(object):
         assert status == 200 and isinstance(body, dict), (status, body)
         return body["text"], body["meta_info"]
 
+    def stream(self, tokens, on_first):
+        """A streamed greedy request: [(arrival, meta_info), ...]; on_first() runs when the first chunk is in."""
+        body = {"text": "Hello world", "stream": True,
+                "sampling_params": {"max_new_tokens": tokens, "temperature": 0, "ignore_eos": True}}
+        request = urllib.request.Request(self.base_url + "/generate", data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": "Bearer %s" % API})
+        chunks = []
+        with urllib.request.urlopen(request, timeout=300) as response:
+            for raw in response:
+                line = raw.decode("utf-8", "replace").strip()
+                if not line.startswith("data:"):
+                    continue
+                payload = line[len("data:"):].strip()
+                if payload == "[DONE]":
+                    break
+                chunks.append((time.monotonic(), json.loads(payload)["meta_info"]))
+                if len(chunks) == 1:
+                    on_first()
+        return chunks
+
 
 def _request(method, url, body, key=API, timeout=300):
     data = json.dumps(body).encode() if body is not None else None
@@ -241,29 +264,41 @@ def test_a_revision_swapped_into_the_running_server(revisions, tmp_path):
         assert refused["outcome"] == ws.UNAUTHORIZED and refused["status"] == 401
         assert server.generate()[0] == answer_b
 
-        # 4. a long request runs: the update waits for it (a writer lock), then loads; no flush refusal
+        # 4. a long request runs: the update waits for it (a writer lock), then loads; no flush refusal.
+        # The swap is sent once the request's first tokens have streamed back, so it is running then on any
+        # machine however fast; the context (2048) leaves room for LONG_TOKENS more.
         long_answer = {}
+        first_tokens = threading.Event()
 
         def long_request():
-            long_answer["result"] = server.generate(tokens=600, ignore_eos=True)
-            long_answer["ended"] = time.monotonic()
+            try:
+                long_answer["chunks"] = server.stream(LONG_TOKENS, first_tokens.set)
+            finally:
+                first_tokens.set()
 
         thread = threading.Thread(target=long_request)
         thread.start()
-        time.sleep(1.5)  # the request is running: 600 tokens take 5 s or more here
+        assert first_tokens.wait(120) and "chunks" not in long_answer, "the long request did not start streaming"
         sent = time.monotonic()
         back = _swap(server, revisions["a"], "a" * 40)
         returned = time.monotonic()
         thread.join(300)
         assert back["outcome"] == ws.SWAPPED, back
-        text, meta = long_answer["result"]
-        assert meta["finish_reason"]["type"] == "length" and meta["weight_version"] == COMMIT_B
-        # the update returned only after the long request had ended, and it was still running when it was sent
-        assert long_answer["ended"] <= returned and long_answer["ended"] - sent > 1.0
-        assert back["seconds"]["update"] >= long_answer["ended"] - sent - 0.5
+        chunks = long_answer["chunks"]
+        ended, meta = chunks[-1]
+        assert meta["finish_reason"]["type"] == "length" and meta["completion_tokens"] == LONG_TOKENS
+        # every token of the long request came from B's weights: the update did not cut in
+        assert {chunk[1]["weight_version"] for chunk in chunks} == {COMMIT_B}
+        # it was still generating when the update was sent, and the update returned only after it had ended
+        before_sent = [chunk[1]["completion_tokens"] for chunk in chunks if chunk[0] <= sent]
+        tokens_after_sent = LONG_TOKENS - (before_sent[-1] if before_sent else 0)
+        assert tokens_after_sent >= LONG_TOKENS // 2, (tokens_after_sent, LONG_TOKENS)
+        assert ended <= returned
+        assert back["seconds"]["update"] >= ended - sent - 0.5
         assert server.generate()[0] == answer_a
         timings["swap_behind_long_request_s"] = back["seconds"]["update"]
-        timings["long_request_left_when_swap_sent_s"] = round(long_answer["ended"] - sent, 2)
+        timings["long_request_left_when_swap_sent_s"] = round(ended - sent, 2)
+        timings["long_request_tokens_after_swap_sent"] = tokens_after_sent
 
         # 5. a weight file cut in half: SGLang's rollback reads the broken path again and the server dies
         lost = _swap(server, revisions["cut"], "e" * 40, timeout=120.0, read_timeout=5.0)
