@@ -293,6 +293,25 @@ def swap_weights(client, base_url, model_path, weight_version, api_key=None, adm
     return result
 
 
+def read_identity(client, base_url, api_key=None, timeout=10.0, secrets=()):
+    """What the server at ``base_url`` says it serves: ``(identity, served_models, problem)``, where ``identity`` holds
+    ``/model_info``'s IDENTITY_KEYS and ``served_models`` the ids and roots of ``/v1/models`` (each None when it could
+    not be read, and ``problem`` says why). Nothing is changed on the server."""
+    try:
+        base_url = canonical_url(base_url, name="base_url", allow_path=False)[0]
+    except UrlError as exc:
+        raise SwapInputError(str(exc)) from exc
+    if api_key is not None:
+        read_key(api_key, name="api_key")
+    return _Caller(client, base_url, api_key, None, secrets).identity(timeout)
+
+
+def serves(identity, model_path, weight_version):
+    """Whether an identity read by :func:`read_identity` is already ``model_path`` as ``weight_version``."""
+    return bool(identity) and identity.get("weight_version") == weight_version and _same_path(
+        identity.get("model_path"), model_path)
+
+
 def _verify(result, after, served, model_path, weight_version, expect_name):
     problems = result["problems"]
     if after is None:

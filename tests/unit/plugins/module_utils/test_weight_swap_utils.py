@@ -12,6 +12,7 @@ The checkpoint comparison reads safetensors files written here by hand.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -161,9 +162,10 @@ def _handler(state):
     return Handler
 
 
-@pytest.fixture
-def server():
-    state = StandIn()
+@contextlib.contextmanager
+def running_stand_in(**kwargs):
+    """A stand-in on a free loopback port, for as long as the with-block lasts; yields its StandIn."""
+    state = StandIn(**kwargs)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     httpd.daemon_threads = True
     state.base_url = "http://127.0.0.1:%d" % httpd.server_address[1]
@@ -174,6 +176,12 @@ def server():
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    with running_stand_in() as state:
+        yield state
 
 
 class _Module(object):
@@ -409,7 +417,7 @@ TENSORS = {"model.embed_tokens.weight": ("BF16", (512, 64)), "model.layers.0.mlp
 CONFIG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "_name_or_path": "/x", "transformers_version": "5"}
 
 
-def _model(root, name, tensors=None, config=None, **kwargs):
+def make_model(root, name, tensors=None, config=None, **kwargs):
     path = root / name
     path.mkdir()
     (path / "config.json").write_text(json.dumps(CONFIG if config is None else config))
@@ -419,7 +427,7 @@ def _model(root, name, tensors=None, config=None, **kwargs):
 
 def test_two_revisions_of_one_model_compare_equal(tmp_path):
     other_config = dict(CONFIG, _name_or_path="/y", transformers_version="6")  # ignored keys
-    result = ws.compare_checkpoints(_model(tmp_path, "a"), _model(tmp_path, "b", config=other_config))
+    result = ws.compare_checkpoints(make_model(tmp_path, "a"), make_model(tmp_path, "b", config=other_config))
     assert result == {"same_shape": True, "problems": [], "tensors": 3}
 
 
@@ -433,7 +441,7 @@ def test_sharded_checkpoints_are_read_through_their_index(tmp_path):
     (path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {
         names[0]: "model-00001-of-00002.safetensors", names[1]: "model-00002-of-00002.safetensors",
         names[2]: "model-00002-of-00002.safetensors"}}))
-    assert ws.compare_checkpoints(_model(tmp_path, "a"), str(path))["same_shape"] is True
+    assert ws.compare_checkpoints(make_model(tmp_path, "a"), str(path))["same_shape"] is True
 
 
 @pytest.mark.parametrize("variant,words", [
@@ -450,13 +458,13 @@ def test_sharded_checkpoints_are_read_through_their_index(tmp_path):
     (dict(config=dict(CONFIG, hidden_size=128)), "config.json differs in hidden_size"),
 ])
 def test_candidates_that_would_not_swap(tmp_path, variant, words):
-    result = ws.compare_checkpoints(_model(tmp_path, "a"), _model(tmp_path, "b", **variant))
+    result = ws.compare_checkpoints(make_model(tmp_path, "a"), make_model(tmp_path, "b", **variant))
     assert result["same_shape"] is False
     assert any(words in problem for problem in result["problems"]), result["problems"]
 
 
 def test_unreadable_candidates(tmp_path):
-    good = _model(tmp_path, "a")
+    good = make_model(tmp_path, "a")
     empty = tmp_path / "empty"
     empty.mkdir()
     result = ws.compare_checkpoints(good, str(empty))
@@ -464,19 +472,19 @@ def test_unreadable_candidates(tmp_path):
     error = ws.clean_text("[Errno 2] No such file or directory: '%s/config.json'" % empty, 120)
     assert result["problems"] == ["candidate: %s/config.json cannot be read: %s" % (empty, error),
                                   "candidate: %s holds no *.safetensors file" % empty]
-    garbage = _model(tmp_path, "g")
+    garbage = make_model(tmp_path, "g")
     with open(os.path.join(garbage, "model.safetensors"), "wb") as handle:
         handle.write(struct.pack("<Q", 4) + b"nope")
     assert "the header is not JSON" in ws.compare_checkpoints(good, garbage)["problems"][0]
-    huge = _model(tmp_path, "h")
+    huge = make_model(tmp_path, "h")
     with open(os.path.join(huge, "model.safetensors"), "wb") as handle:
         handle.write(struct.pack("<Q", 1 << 40) + b"{}")
     assert "its header claims" in ws.compare_checkpoints(good, huge)["problems"][0]
-    short = _model(tmp_path, "s")
+    short = make_model(tmp_path, "s")
     with open(os.path.join(short, "model.safetensors"), "wb") as handle:
         handle.write(b"abc")
     assert "shorter than a safetensors header" in ws.compare_checkpoints(good, short)["problems"][0]
-    lying = _model(tmp_path, "l")
+    lying = make_model(tmp_path, "l")
     with open(os.path.join(lying, "model.safetensors"), "wb") as handle:
         raw = json.dumps({"w": {"dtype": "BF16", "shape": [4], "data_offsets": [0, 2]}}).encode()
         handle.write(struct.pack("<Q", len(raw)) + raw + b"\0\0")
