@@ -33,3 +33,22 @@ def run_playbook(tmp_path, plays, *args, timeout=300):
                            "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable]
                           + list(args) + [str(playbook)],
                           capture_output=True, text=True, env=env, check=False, timeout=timeout)
+
+
+def run_inventory_playbook(out, inventory, plays, timeout=600, **env):
+    """Write ``inventory`` (a JSON inventory) and ``plays`` into the folder ``out`` and run ansible-playbook over
+    that inventory (this interpreter, the collection tree, a private ANSIBLE_HOME under ``out``, ``env`` added to
+    the environment); the CompletedProcess. A failed run fails the test with the end of its output."""
+    inventory_file = os.path.join(out, "inventory.json")
+    playbook = os.path.join(out, "play.yml")
+    for path, content in ((inventory_file, inventory), (playbook, plays)):
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(content, handle)
+    environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR="1",
+                       ANSIBLE_HOME=os.path.join(out, "home"), ANSIBLE_LOCALHOST_WARNING="false")
+    environment.update(env)
+    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory_file,
+                             "-e", "ansible_python_interpreter=" + sys.executable, playbook],
+                            capture_output=True, text=True, env=environment, check=False, timeout=timeout)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    return result
