@@ -21,7 +21,7 @@ import os
 import pytest
 
 from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_base_url
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_inventory_playbook
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_plays
 
 COMMON = {"ansible_connection": "local", "sglang_server_model_path": "/models/tiny", "sglang_server_install": "none",
           "sglang_server_python": "/usr/bin/python3", "sglang_server_api_key": "k-1"}
@@ -95,8 +95,7 @@ def _plays(out):
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("addresses-fact"))
-    run_inventory_playbook(out, _inventory(), _plays(out), ANSIBLE_ROLES_PATH=os.path.join(out, "roles"),
-                           ANSIBLE_CACHE_PLUGIN="memory")
+    run_plays(out, _plays(out), _inventory())
     found = {}
     for name in HOSTS:
         files = {}

@@ -22,7 +22,7 @@ import uuid
 import pytest
 
 from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_server import systemd_syntax as sd
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_inventory_playbook
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_plays
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_server")
@@ -55,7 +55,7 @@ def rendered(tmp_path_factory):
         {"ansible.builtin.template": {"src": os.path.join(ROLE, "templates", "sglang.service.j2"),
                                       "dest": os.path.join(out, "{{ inventory_hostname }}.service"), "mode": "0600"}},
     ]}
-    result = run_inventory_playbook(out, _inventory(), [play])
+    result = run_plays(out, [play], _inventory())
     units = {}
     for hosts in HOSTS.values():
         for name in hosts:
