@@ -174,7 +174,7 @@ def _speculative(rng, rate):
     for key, bad, good in (("num_steps", (0, "x", True), (1, 2, 3, 4, 5)), ("eagle_topk", (0, "1.5"), (1, 1, 2, 4)),
                            ("num_draft_tokens", (-1, [4]), (2, 4, 6, 8, 16)), ("draft_model_path", (5, "/d\n"), ("/d",))):
         if rng.random() < 0.5:
-            spec[key] = rng.choice(bad) if rng.random() < rate else rng.choice(good)
+            spec[key] = pick(rng, good, bad, rate)
     if rng.random() < rate / 4:
         spec["num_step"] = 3
     if rng.random() >= rate:
@@ -237,7 +237,7 @@ def generate(rng):
     cfg = {}
     for key, (good, bad) in TOP.items():
         if key == "model_path" or rng.random() < 0.5:
-            cfg[key] = rng.choice(bad) if bad and rng.random() < rate else rng.choice(good)
+            cfg[key] = pick(rng, good, bad, rate)
     if rng.random() < 0.8 and cfg.get("tp_size") in (None, 1, 2, 4, 8) and isinstance(cfg.get("gpus"), list) \
             and rng.random() >= rate:
         # mostly a consistent layout, so that the rules behind the GPU count are reached
