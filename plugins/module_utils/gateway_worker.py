@@ -44,6 +44,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait impo
     decode_json_body,
     describe_status,
 )
+from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import json_request
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import (
     clean_text,
     mask_secrets,
@@ -311,14 +312,7 @@ class GatewayApi(object):
         return mask_secrets(text, self.secrets)
 
     def _call(self, method, url, timeout, key, body=None):
-        headers = {"Accept": "application/json"}
-        data = None
-        if body is not None:
-            data = json.dumps(body)
-            headers["Content-Type"] = "application/json"
-        if key:
-            headers["Authorization"] = "Bearer %s" % key
-        return self.client.request(method, url, data=data, headers=headers, timeout=timeout)
+        return json_request(self.client, method, url, timeout, key, body)
 
     def _gateway(self, method, path, timeout, body=None, ok=(200,)):
         """``(status, data)``: the gateway's JSON answer for an expected status, else GatewayError."""

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The collection's one HTTP client for modules, shared by ``wait_for_endpoint`` and ``gateway_worker``.
+"""The collection's one HTTP client for modules, shared by ``wait_for_endpoint``, ``gateway_worker`` and
+``weight_swap`` (whose JSON calls go through :func:`json_request`).
 
 One request goes through ``ansible.module_utils.urls.Request`` (its documented options only), never follows a
 redirect, never goes through a proxy to a loopback or link-local host, and runs under one wall-clock limit from
@@ -24,6 +25,7 @@ The module's parameters that are read (all optional, so each module declares onl
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import urllib.error
 from urllib.parse import urlsplit
@@ -143,6 +145,23 @@ def build_fetcher(module):
 
     fetch.request = request
     return fetch
+
+
+def json_request(client, method, url, timeout, key=None, body=None):
+    """One JSON request through ``client`` (a :class:`HardenedClient` or anything with its ``request`` call): the
+    answer dict of ``client.request``.
+
+    Asks for ``application/json``; ``body`` (when not None) goes as JSON with its ``Content-Type``; ``key`` (when
+    given) goes only in the ``Authorization: Bearer <key>`` header, never in the URL, so no message that names the
+    URL can show it."""
+    headers = {"Accept": "application/json"}
+    data = None
+    if body is not None:
+        data = json.dumps(body)
+        headers["Content-Type"] = "application/json"
+    if key:
+        headers["Authorization"] = "Bearer %s" % key
+    return client.request(method, url, data=data, headers=headers, timeout=timeout)
 
 
 class HardenedClient(object):

@@ -29,7 +29,8 @@ followed, no proxy for this host); it answers a dict with ``status`` (-1: no HTT
 ``content_type`` and, where they apply, ``reason``, ``location`` and ``body_problem``. Nothing here raises for a
 network or HTTP problem: it becomes the result's ``outcome``.
 
-Standard library only (and the collection's own stdlib helpers); importable on Python 3.9+ managed hosts.
+Standard library and the collection's own helpers only (ansible.module_utils through http_client); importable on
+Python 3.9+ managed hosts.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait impo
     describe_status,
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_worker import UrlError, canonical_url
+from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import json_request
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import clean_text, mask_secrets, printable
 
 # What a swap came to. Only SWAPPED is a success.
@@ -143,14 +145,7 @@ class _Caller(object):
         return clean_text(mask_secrets(text if isinstance(text, str) else str(text), self.secrets), limit)
 
     def call(self, method, path, timeout, key, body=None):
-        headers = {"Accept": "application/json"}
-        data = None
-        if body is not None:
-            data = json.dumps(body)
-            headers["Content-Type"] = "application/json"
-        if key:
-            headers["Authorization"] = "Bearer %s" % key
-        return self.client.request(method, self.base_url + path, data=data, headers=headers, timeout=timeout)
+        return json_request(self.client, method, self.base_url + path, timeout, key, body)
 
     def describe(self, answer):
         status = answer.get("status", NO_CONNECTION)

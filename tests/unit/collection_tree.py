@@ -21,15 +21,42 @@ def collections_path():
     return tree
 
 
+def _ansible_playbook(out, plays, inventory_args, args=(), timeout=600, env=None):
+    """Write ``plays`` to ``out/play.yml`` (JSON is YAML, and keeps NUL and ESC characters intact as \\u escapes)
+    and run ansible-playbook on it with this interpreter, the collection tree and a private ANSIBLE_HOME under
+    ``out``; ``env`` is added to the environment. The CompletedProcess."""
+    playbook = os.path.join(out, "play.yml")
+    with open(playbook, "w", encoding="utf-8") as handle:
+        json.dump(plays, handle)
+    environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
+                       ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
+                       ANSIBLE_HOME=os.path.join(out, "home"))
+    environment.update(env or {})
+    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook")] + list(inventory_args)
+                          + ["-e", "ansible_python_interpreter=" + sys.executable] + list(args) + [playbook],
+                          capture_output=True, text=True, env=environment, check=False, timeout=timeout)
+
+
 def run_playbook(tmp_path, plays, *args, timeout=300):
     """Write ``plays`` to ``tmp_path/play.yml`` and run ``ansible-playbook -v`` on localhost (connection local, this
     interpreter, the collection tree, a private ANSIBLE_HOME) with ``args`` added; the CompletedProcess."""
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(json.dumps(plays))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_HOME=str(tmp_path / "home"))
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v", "-i",
-                           "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable]
-                          + list(args) + [str(playbook)],
-                          capture_output=True, text=True, env=env, check=False, timeout=timeout)
+    return _ansible_playbook(str(tmp_path), plays, ("-i", "localhost,", "-c", "local"), ("-v",) + args,
+                             timeout=timeout)
+
+
+def run_plays(out, plays, inventory=None, timeout=600, **env):
+    """Run ``plays`` as :func:`run_playbook` does, with the output directory ``out``: over ``inventory`` (a JSON
+    inventory, written to ``out/inventory.json``), else on localhost over the local connection; without -v, with
+    the roles path under ``out`` and facts cached in memory only (none from other runs of the same host), ``env``
+    added to the environment. A failed run fails the test with the end of its output; the CompletedProcess."""
+    if inventory is None:
+        inventory_args = ("-i", "localhost,", "-c", "local")
+    else:
+        inventory_args = ("-i", os.path.join(out, "inventory.json"))
+        with open(inventory_args[1], "w", encoding="utf-8") as handle:
+            json.dump(inventory, handle)
+    environment = dict(ANSIBLE_ROLES_PATH=os.path.join(out, "roles"), ANSIBLE_CACHE_PLUGIN="memory")
+    environment.update(env)
+    result = _ansible_playbook(out, plays, inventory_args, timeout=timeout, env=environment)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    return result

@@ -13,6 +13,9 @@ import tempfile
 
 import pytest
 
+# the differential tests' shared comparison asserts in that module: show its comparisons as pytest does in a test
+pytest.register_assert_rewrite("ansible_collections.llmserve.sglang.tests.unit.differential")
+
 
 @pytest.fixture
 def store_dir():

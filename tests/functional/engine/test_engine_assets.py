@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
-import importlib.util
 import io
 import os
 import shutil
@@ -31,29 +30,20 @@ from pathlib import Path
 
 import pytest
 
-ENGINE_DIR = Path(__file__).resolve().parents[3] / "tools" / "engine"
+from ansible_collections.llmserve.sglang.tests.functional.engine.engine_tools import ENGINE_DIR, VENV, load_engine_tool
+
 LOCK = ENGINE_DIR / "requirements-sglang-cpu.lock.txt"
 SHIMS = ENGINE_DIR / "shims"
 MARKER = "0.0.0+llmserve.importshim"
 SHIM_NAMES = ("torchvision", "vllm")
 
-VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "")
 WHEELHOUSE = os.environ.get("LLMSERVE_SGLANG_WHEELHOUSE", "")
 
-needs_venv = pytest.mark.skipif(
-    not VENV, reason="set LLMSERVE_SGLANG_VENV to a venv made by tools/engine/install_sglang_venv.sh")
 needs_wheelhouse = pytest.mark.skipif(
     not WHEELHOUSE, reason="set LLMSERVE_SGLANG_WHEELHOUSE to a wheelhouse made by tools/engine/build_wheelhouse.sh")
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location("llmserve_engine_" + name, ENGINE_DIR / (name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-wheelhouse = _load("wheelhouse")
+wheelhouse = load_engine_tool("wheelhouse")
 
 
 def _sha256_tree(directory):
@@ -204,18 +194,15 @@ def test_wheelhouse_is_complete_and_offline_ready(tmp_path):
 
 # --- an installed venv (optional) ------------------------------------------------------------
 
-@needs_venv
-def test_venv_holds_exactly_the_lock():
-    assert wheelhouse.check_installed(str(LOCK), os.path.join(VENV, "bin", "python")) == []
+def test_venv_holds_exactly_the_lock(sglang_venv):
+    assert wheelhouse.check_installed(str(LOCK), sglang_venv) == []
 
 
-@needs_venv
-def test_tiny_model_is_byte_deterministic(tmp_path):
-    python = os.path.join(VENV, "bin", "python")
+def test_tiny_model_is_byte_deterministic(tmp_path, sglang_venv):
     outs = [tmp_path / "one", tmp_path / "two"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     # Both builds at once: each is mostly import time.
-    runs = [subprocess.Popen([python, str(ENGINE_DIR / "make_tiny_model.py"), str(out)], env=env,  # pylint: disable=consider-using-with
+    runs = [subprocess.Popen([sglang_venv, str(ENGINE_DIR / "make_tiny_model.py"), str(out)], env=env,  # pylint: disable=consider-using-with
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for out in outs]
     for run in runs:
         output = run.communicate(timeout=180)[0]
@@ -233,12 +220,11 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-@needs_venv
 @pytest.mark.skipif(os.environ.get("LLMSERVE_SGLANG_SMOKE") != "1", reason="set LLMSERVE_SGLANG_SMOKE=1 to start the real server (~35 s)")
-def test_real_server_starts_generates_and_stops(tmp_path):
-    smoke = _load("smoke_server")
+def test_real_server_starts_generates_and_stops(tmp_path, sglang_venv):
+    smoke = load_engine_tool("smoke_server")
     model = tmp_path / "model"
-    subprocess.run([os.path.join(VENV, "bin", "python"), str(ENGINE_DIR / "make_tiny_model.py"), str(model)],
+    subprocess.run([sglang_venv, str(ENGINE_DIR / "make_tiny_model.py"), str(model)],
                    check=True, capture_output=True)
     report = smoke.run_smoke(VENV, str(model), port=_free_port(), timeout=150, log_path=str(tmp_path / "server.log"))
     assert report["ok"], (report, (tmp_path / "server.log").read_text(errors="replace")[-4000:])

@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "sglang_server"
 INVENTORY = ROOT / "inventories" / "example"
 CHECK_SCRIPT = ROLE / "files" / "sglang_parser_check.py"
-VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "")
 GROUP = "sglang_qwen3_235b"
 NODES = ("gpu-node-02", "gpu-node-03")
 FABRIC = {"gpu-node-02": "10.20.0.2", "gpu-node-03": "10.20.0.3"}
@@ -116,18 +115,14 @@ def test_plan_of_the_example_group(rendered):
         assert api_key and not api_key.startswith("{{") and api_key not in argv
 
 
-@pytest.mark.skipif(not VENV, reason="LLMSERVE_SGLANG_VENV is not set: it must name the CPU SGLang venv made by "
-                    "tools/engine/install_sglang_venv.sh (make engine-assets exports it)")
-def test_both_nodes_parse_with_the_real_parser(rendered, tmp_path):
+def test_both_nodes_parse_with_the_real_parser(rendered, tmp_path, sglang_venv):
     plan, result = rendered
-    python = Path(VENV) / "bin" / "python"
-    assert python.exists(), "LLMSERVE_SGLANG_VENV=%s has no bin/python" % VENV
     env = dict(os.environ, HOME=str(tmp_path), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     procs = {}
     for name in NODES:
         args_file = tmp_path / ("%s.json" % name)
         args_file.write_text(json.dumps({"argv": result[name]["argv"]}))
-        procs[name] = subprocess.Popen([str(python), str(CHECK_SCRIPT), str(args_file)], env=env, cwd=str(tmp_path),
+        procs[name] = subprocess.Popen([sglang_venv, str(CHECK_SCRIPT), str(args_file)], env=env, cwd=str(tmp_path),
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     outputs = {}
     try:

@@ -31,12 +31,7 @@ ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "sglang_server"
 INVENTORY = ROOT / "inventories" / "example"
 CHECK_SCRIPT = ROLE / "files" / "sglang_parser_check.py"
-VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "")
 
-needs_venv = pytest.mark.skipif(
-    not VENV,
-    reason="LLMSERVE_SGLANG_VENV is not set: it must name the CPU SGLang venv made by "
-           "tools/engine/install_sglang_venv.sh (make engine-assets exports it)")
 
 # Order matters: later files win, as group_vars < host_vars and defaults < vars in the role.
 VAR_FILES = (
@@ -85,7 +80,7 @@ def _replace_value(argv, option, value):
 
 
 @pytest.fixture(scope="module")
-def parser_runs(rendered, tmp_path_factory):
+def parser_runs(rendered, tmp_path_factory, sglang_venv):
     """Run the role's check script three times (concurrently) with the venv's python."""
     argv = rendered[0]["argv"]
     cases = {
@@ -95,14 +90,12 @@ def parser_runs(rendered, tmp_path_factory):
         "bad_choice": _replace_value(argv, "--dtype", "bf16"),
     }
     work = tmp_path_factory.mktemp("real-parser")
-    python = Path(VENV) / "bin" / "python"
-    assert python.exists(), "LLMSERVE_SGLANG_VENV=%s has no bin/python" % VENV
     env = dict(os.environ, HOME=str(work), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     procs = {}
     for name, case_argv in cases.items():
         args_file = work / ("%s.json" % name)
         args_file.write_text(json.dumps({"argv": case_argv}))
-        procs[name] = subprocess.Popen([str(python), str(CHECK_SCRIPT), str(args_file)], env=env, cwd=str(work),
+        procs[name] = subprocess.Popen([sglang_venv, str(CHECK_SCRIPT), str(args_file)], env=env, cwd=str(work),
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     results = {}
     try:
@@ -127,7 +120,6 @@ def test_example_argv_is_rendered_without_secrets(rendered):
     assert result["env"]["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
 
 
-@needs_venv
 def test_real_parser_accepts_the_example_host(parser_runs):
     rc, out, err = parser_runs["example"]
     assert rc == 0, "the real SGLang parser rejected the example host's command line:\n%s" % err[-3000:]
@@ -142,7 +134,6 @@ def test_real_parser_accepts_the_example_host(parser_runs):
     assert (parsed["host"], parsed["port"]) == ("0.0.0.0", 30000)
 
 
-@needs_venv
 def test_real_parser_rejects_a_misspelled_flag(parser_runs):
     rc, out, err = parser_runs["misspelled"]
     assert rc == 2, (rc, out, err[-2000:])
@@ -150,7 +141,6 @@ def test_real_parser_rejects_a_misspelled_flag(parser_runs):
     assert "--cuda-graph-max-bs-decode" in err.splitlines()[-1]
 
 
-@needs_venv
 def test_real_parser_rejects_a_bad_choice(parser_runs):
     rc, out, err = parser_runs["bad_choice"]
     assert rc == 2, (rc, out, err[-2000:])

@@ -18,14 +18,12 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 
 from ansible_collections.llmserve.sglang.plugins.module_utils.prometheus_samples import parse_samples
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.rotation import startup_metrics
 
 ROOT = Path(__file__).resolve().parents[3]
-VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "")
 
 MODEL = os.environ.get("LLMSERVE_SGLANG_MODEL", "/var/cache/llmserve/models/tiny-llama")
 EMIT = """
@@ -46,10 +44,8 @@ print(generate_latest(REGISTRY).decode())
 """ % MODEL
 
 
-@pytest.mark.skipif(not VENV, reason="LLMSERVE_SGLANG_VENV is not set: it must name the CPU SGLang venv made by "
-                                     "tools/engine/install_sglang_venv.sh (make engine-assets exports it)")
-def test_the_role_reads_the_names_sglang_writes():
-    proc = subprocess.run([os.path.join(VENV, "bin", "python"), "-c", EMIT], capture_output=True, text=True,
+def test_the_role_reads_the_names_sglang_writes(sglang_venv):
+    proc = subprocess.run([sglang_venv, "-c", EMIT], capture_output=True, text=True,
                           timeout=300, check=False, env=dict(os.environ, HF_HUB_OFFLINE="1"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout

@@ -25,7 +25,6 @@ Needs ``LLMSERVE_SGLANG_VENV`` (``make engine-assets``); ``LLMSERVE_SGLANG_MODEL
 from __future__ import annotations
 
 import glob
-import importlib.util
 import json
 import os
 import shutil
@@ -42,9 +41,8 @@ import pytest
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import http_client
 from ansible_collections.llmserve.sglang.plugins.module_utils import weight_swap as ws
+from ansible_collections.llmserve.sglang.tests.functional.engine.engine_tools import ENGINE_DIR, VENV, load_engine_tool
 
-ENGINE_DIR = Path(__file__).resolve().parents[3] / "tools" / "engine"
-VENV = os.environ.get("LLMSERVE_SGLANG_VENV", "")
 CACHED_MODEL = os.environ.get("LLMSERVE_SGLANG_MODEL", "")
 API = "sk-swap-api-0123456789"
 ADMIN = "sk-swap-admin-9876543210"
@@ -52,20 +50,10 @@ COMMIT_B = "b" * 40
 LONG_TOKENS = 1900  # greedy tokens of the request the update must wait for
 START_BUDGET = 240.0  # launch to /health 200; 25 s idle, over 80 s seen with the 2 cores shared
 
-pytestmark = pytest.mark.skipif(
-    not VENV or not os.path.isfile(os.path.join(VENV, "bin", "python")),
-    reason="LLMSERVE_SGLANG_VENV is not set or holds no python: it must name the CPU SGLang venv made by "
-           "tools/engine/install_sglang_venv.sh (make engine-assets exports it)")
+pytestmark = pytest.mark.usefixtures("sglang_venv")
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location("llmserve_engine_" + name, ENGINE_DIR / (name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-smoke_server = _load("smoke_server")
+smoke_server = load_engine_tool("smoke_server")
 
 
 def _free_port():
@@ -74,8 +62,8 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-def _make_model(outdir, seed=None):
-    argv = [os.path.join(VENV, "bin", "python"), str(ENGINE_DIR / "make_tiny_model.py"), str(outdir)]
+def _make_model(python, outdir, seed=None):
+    argv = [python, str(ENGINE_DIR / "make_tiny_model.py"), str(outdir)]
     if seed is not None:
         argv += ["--seed", str(seed)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False,
@@ -84,14 +72,14 @@ def _make_model(outdir, seed=None):
 
 
 @pytest.fixture(scope="module")
-def revisions(tmp_path_factory):
+def revisions(tmp_path_factory, sglang_venv):
     root = tmp_path_factory.mktemp("revisions")
     rev_a, rev_b = root / "rev-a", root / "rev-b"
     if CACHED_MODEL and os.path.isfile(os.path.join(CACHED_MODEL, "model.safetensors")):
         shutil.copytree(CACHED_MODEL, rev_a)  # the default seed: what make_tiny_model.py writes without --seed
     else:
-        _make_model(rev_a)
-    _make_model(rev_b, seed=2)
+        _make_model(sglang_venv, rev_a)
+    _make_model(sglang_venv, rev_b, seed=2)
     no_weights = root / "rev-no-weights"
     shutil.copytree(rev_a, no_weights)
     (no_weights / "model.safetensors").unlink()

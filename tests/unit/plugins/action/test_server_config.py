@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -22,7 +20,7 @@ import yaml
 from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_base_url
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import addresses
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import server_config as sc
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_plays
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JINJA_PATH = os.path.join(HERE, "files", "jinja_validate.yml")
@@ -97,16 +95,7 @@ def _play(name, overrides, out):
 @pytest.fixture(scope="module")
 def both(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("server-config"))
-    playbook = os.path.join(out, "both.yml")
-    with open(playbook, "w", encoding="utf-8") as handle:
-        json.dump([_play(name, overrides, out) for name, overrides in CASES.items()], handle)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1", ANSIBLE_HOME=os.path.join(out, "home"),
-               ANSIBLE_ROLES_PATH=os.path.join(out, "roles"), ANSIBLE_CACHE_PLUGIN="memory")
-    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                             "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable, playbook],
-                            capture_output=True, text=True, env=env, check=False, timeout=600)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    result = run_plays(out, [_play(name, overrides, out) for name, overrides in CASES.items()])
     cases = {}
     for name in CASES:
         files = {}

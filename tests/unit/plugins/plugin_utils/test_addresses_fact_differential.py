@@ -22,10 +22,10 @@ import yaml
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import addresses
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import server_config
+from ansible_collections.llmserve.sglang.tests.unit.differential import COUNT, pick
 
 BASELINE = "3e44798"
 SEED = 4747
-COUNT = int(os.environ.get("LLMSERVE_DIFF_COUNT", "4000"))
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 MISSING = object()
 
@@ -38,10 +38,6 @@ def old_addresses(baseline_module):
 @pytest.fixture(scope="module")
 def old_server_config(baseline_module):
     return baseline_module(BASELINE, "plugins/plugin_utils/server_config.py")
-
-
-def _pick(rng, good, bad, rate):
-    return rng.choice(bad) if bad and rng.random() < rate else rng.choice(good)
 
 
 HOSTS = (["127.0.0.1", "10.0.0.5", " 10.0.0.5 ", "0.0.0.0", "::", "::1", "fd00::5", "2001:DB8::1",
@@ -61,16 +57,16 @@ FACTS = ([{}, {"default_ipv4": {"address": "192.0.2.2"}}, {"default_ipv6": {"add
 
 def generate_hostvars(rng):
     rate = rng.choice((0.0, 0.1, 0.3, 0.6))
-    hostvars = {"inventory_hostname": _pick(rng, ("gpu-1", "10.7.7.7", "w'1"), (None, ""), rate),
-                "sglang_server_host": _pick(rng, *HOSTS, rate=rate),
-                "sglang_server_port": _pick(rng, *PORTS, rate=rate),
-                "sglang_server_metrics": _pick(rng, (True, False, "yes", None), ("maybe",), rate),
-                "sglang_server_args": _pick(rng, *ARGS, rate=rate),
-                "sglang_server_node_group": _pick(rng, ("", "", "mn", None), (), rate),
-                "sglang_server_dist_init_host": _pick(rng, ("", "10.1.0.1", "fd00::9"), ("[fd00::9]", "gpu-x"), rate),
-                "sglang_server_dist_init_port": _pick(rng, (25000, "26000", None), (0, "x", ""), rate),
-                "ansible_host": _pick(rng, *ANSIBLE_HOSTS, rate=rate),
-                "ansible_facts": _pick(rng, *FACTS, rate=rate)}
+    hostvars = {"inventory_hostname": pick(rng, ("gpu-1", "10.7.7.7", "w'1"), (None, ""), rate),
+                "sglang_server_host": pick(rng, *HOSTS, rate=rate),
+                "sglang_server_port": pick(rng, *PORTS, rate=rate),
+                "sglang_server_metrics": pick(rng, (True, False, "yes", None), ("maybe",), rate),
+                "sglang_server_args": pick(rng, *ARGS, rate=rate),
+                "sglang_server_node_group": pick(rng, ("", "", "mn", None), (), rate),
+                "sglang_server_dist_init_host": pick(rng, ("", "10.1.0.1", "fd00::9"), ("[fd00::9]", "gpu-x"), rate),
+                "sglang_server_dist_init_port": pick(rng, (25000, "26000", None), (0, "x", ""), rate),
+                "ansible_host": pick(rng, *ANSIBLE_HOSTS, rate=rate),
+                "ansible_facts": pick(rng, *FACTS, rate=rate)}
     for key in list(hostvars):
         if rng.random() < 0.12:
             del hostvars[key]
@@ -166,16 +162,16 @@ def generate_variables(rng, base):
     rate = rng.choice((0.0, 0.1, 0.3, 0.6))
     variables = dict(base)
     variables.update(
-        sglang_server_host=_pick(rng, *HOSTS, rate=rate), sglang_server_port=_pick(rng, *PORTS, rate=rate),
-        sglang_server_args=_pick(rng, *ARGS, rate=rate),
-        sglang_server_metrics=_pick(rng, (True, False), ("yes", None), rate),
-        sglang_server_api_key=_pick(rng, ("k-1", ""), ("-k", "a b"), rate),
-        sglang_server_allow_unauthenticated=_pick(rng, (False, True), ("no",), rate),
-        sglang_server_tp_size=_pick(rng, (1, 2), (0, "x"), rate), sglang_server_gpus=_pick(rng, ([], [0, 1]), ([0],), rate),
-        sglang_server_restart_sec=_pick(rng, (30, 60), (5, "x"), rate),
-        sglang_server_user=_pick(rng, ("sglang",), ("root",), rate),
-        sglang_server_dist_init_host=_pick(rng, ("", "10.1.0.1"), ("gpu-x",), rate),
-        sglang_server_dist_init_port=_pick(rng, (25000,), ("x",), rate))
+        sglang_server_host=pick(rng, *HOSTS, rate=rate), sglang_server_port=pick(rng, *PORTS, rate=rate),
+        sglang_server_args=pick(rng, *ARGS, rate=rate),
+        sglang_server_metrics=pick(rng, (True, False), ("yes", None), rate),
+        sglang_server_api_key=pick(rng, ("k-1", ""), ("-k", "a b"), rate),
+        sglang_server_allow_unauthenticated=pick(rng, (False, True), ("no",), rate),
+        sglang_server_tp_size=pick(rng, (1, 2), (0, "x"), rate), sglang_server_gpus=pick(rng, ([], [0, 1]), ([0],), rate),
+        sglang_server_restart_sec=pick(rng, (30, 60), (5, "x"), rate),
+        sglang_server_user=pick(rng, ("sglang",), ("root",), rate),
+        sglang_server_dist_init_host=pick(rng, ("", "10.1.0.1"), ("gpu-x",), rate),
+        sglang_server_dist_init_port=pick(rng, (25000,), ("x",), rate))
     if rng.random() < 0.05:
         variables["sglang_server_node_group"] = "mn"
     for name in server_config.ADDRESS_VARIABLES:

@@ -10,16 +10,13 @@ baseline is read with ``git show``; the test is skipped where that history is no
 from __future__ import annotations
 
 import copy
-import os
-import random
 
 import pytest
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import gateway_config
+from ansible_collections.llmserve.sglang.tests.unit.differential import COUNT, SEED, baseline_fixture, matching_cases, pick
 
 BASELINE = "3e44798"
-SEED = 47
-COUNT = int(os.environ.get("LLMSERVE_DIFF_COUNT", "4000"))
 
 ADMIN = "adm-0123456789abcdef"
 WORKER_KEY = "sk-worker-key"
@@ -29,20 +26,14 @@ ODD = (None, "", "  ", True, False, 0, -1, 1.5, [], ["x"], {}, {"a": 1}, "x\n", 
        10 ** 30, "1" * 19)
 
 
-@pytest.fixture(scope="module")
-def baseline(baseline_module):
-    return baseline_module(BASELINE, "plugins/plugin_utils/gateway_config.py")
-
-
-def _pick(rng, good, bad, rate):
-    return rng.choice(bad) if bad and rng.random() < rate else rng.choice(good)
+baseline = baseline_fixture(BASELINE, "plugins/plugin_utils/gateway_config.py")
 
 
 def _name(rng, position, rate):
     good = ("w%d" % position, "gpu-%d.example" % position, "W%d" % position)
     bad = (LONG_NAME + str(position), "w%d\x00\nExecStartPre=+/bin/true" % position, "gw", "", None, 7,
            "w\u202e%d" % position, "w%d" % max(position - 1, 0))
-    return _pick(rng, good, bad, rate)
+    return pick(rng, good, bad, rate)
 
 
 def _worker(rng, position, rate):
@@ -57,24 +48,24 @@ def _worker(rng, position, rate):
     worker = {"name": _name(rng, position, rate), "host": "", "port": "", "args": {}, "api_key": WORKER_KEY,
               "ansible_host": "", "ipv4": "", "ipv6": ""}
     if shape == "ansible_host":
-        worker.update(host="0.0.0.0", ansible_host=_pick(
+        worker.update(host="0.0.0.0", ansible_host=pick(
             rng, ("10.0.0.%d" % (10 + position), "gpu-%d.example" % position, "Node-%d.Example." % position,
                   "0x0a00000%d" % (position % 10), "10.010.0.%d" % position),
             ("127.1", "localhost", "fd00::%d" % (position + 1), "bad_name!", "a" * 300, "x\ny", 5, "10.0.0.1",
              "10.0.0.11", "db.localhost."), rate))
     elif shape == "bound":
-        worker["host"] = _pick(rng, ("10.0.0.%d" % (20 + position), "fd00::%d" % (20 + position),
-                                     "2001:DB8::0:%d" % (position + 1)),
-                               ("::ffff:127.0.0.1", "10.0.0.20", "somewhere", "fe80::1%eth0", "[::1]", 5, ["x"],
-                                "10.0.0.1"), rate)
+        worker["host"] = pick(rng, ("10.0.0.%d" % (20 + position), "fd00::%d" % (20 + position),
+                                    "2001:DB8::0:%d" % (position + 1)),
+                              ("::ffff:127.0.0.1", "10.0.0.20", "somewhere", "fe80::1%eth0", "[::1]", 5, ["x"],
+                               "10.0.0.1"), rate)
     elif shape in ("wildcard4", "wildcard6"):
         worker["host"] = "0.0.0.0" if shape == "wildcard4" else "::"
-        worker["ipv4"] = _pick(rng, ("10.1.0.%d" % position,) + ("",) * (shape == "wildcard6"),
-                               ("127.0.0.1", "nope", 5, None, "10.1.0.1", ""), rate)
-        worker["ipv6"] = _pick(rng, ("fd01::%d" % (position + 1), ""), ("::1", "::ffff:127.0.0.1", "zzz", None),
-                               rate)
+        worker["ipv4"] = pick(rng, ("10.1.0.%d" % position,) + ("",) * (shape == "wildcard6"),
+                              ("127.0.0.1", "nope", 5, None, "10.1.0.1", ""), rate)
+        worker["ipv6"] = pick(rng, ("fd01::%d" % (position + 1), ""), ("::1", "::ffff:127.0.0.1", "zzz", None),
+                              rate)
         if rng.random() < 0.3:
-            worker["ansible_host"] = _pick(rng, ("10.2.0.%d" % position,), ("fd02::1", "::1"), rate)
+            worker["ansible_host"] = pick(rng, ("10.2.0.%d" % position,), ("fd02::1", "::1"), rate)
     elif shape == "loopback":
         worker["host"] = rng.choice(("127.0.0.1", "::1", "127.0.0.2", ""))
     elif shape == "wildcard_bare":
@@ -84,14 +75,14 @@ def _worker(rng, position, rate):
         for key in ("ipv4", "ipv6", "ansible_host"):
             if rng.random() < 0.5:
                 del worker[key]
-    worker["port"] = _pick(rng, (30000 + position, str(30000 + position), "", None, " 30001 ", "0030000",
-                                 "000000000000030000", 30000),
-                           (0, 65536, -1, "http", 1.0, True, [], "9" * 30, "0" * 20 + "1", 8000, 29000, "x\n"), rate)
+    worker["port"] = pick(rng, (30000 + position, str(30000 + position), "", None, " 30001 ", "0030000",
+                                "000000000000030000", 30000),
+                          (0, 65536, -1, "http", 1.0, True, [], "9" * 30, "0" * 20 + "1", 8000, 29000, "x\n"), rate)
     if rng.random() < 0.3:
-        worker["args"] = _pick(rng, ({"ssl_certfile": "/etc/c.pem"}, {"--ssl-certfile": "/c"}, {"tp_size": 2}),
-                               ("args", ["x"], None), rate)
-    worker["api_key"] = _pick(rng, (WORKER_KEY, WORKER_KEY, "", None), ("other-key", "a b", "k\x00", 5, ADMIN),
-                              rate)
+        worker["args"] = pick(rng, ({"ssl_certfile": "/etc/c.pem"}, {"--ssl-certfile": "/c"}, {"tp_size": 2}),
+                              ("args", ["x"], None), rate)
+    worker["api_key"] = pick(rng, (WORKER_KEY, WORKER_KEY, "", None), ("other-key", "a b", "k\x00", 5, ADMIN),
+                             rate)
     for key in ("args", "api_key", "port", "host"):
         if rng.random() < 0.03:
             del worker[key]
@@ -112,15 +103,15 @@ def _args(rng, rate):
         return rng.choice(({}, None))
     flags = {}
     for _count in range(rng.choice((1, 2, 3))):
-        name = _pick(rng, ("request-id-headers", "max_payload_size", "--cors-allowed-origins", "dp-aware",
-                           "rdma-listen-ip", "otlp-traces-endpoint", "mm-allow-private-media-hosts",
-                           "queue-size"),
-                     ("api-key", "port", "health-check-int", "Bad Flag", "mesh", "rdma", "otlp", 5, "",
-                      "enable-mesh", "log-dir", "x\n", "tls-cert"), rate)
-        value = _pick(rng, ("x-request-id", 1024, ["a", "b"], True, False, None, "-5", ["1", "-2"], "10.0.0.5",
-                            "127.0.0.1:4317", "http://localhost:4317", "collector.example:4317", [], 2.5),
-                      ({"a": 1}, [None], "x\n", ["a", "-x"], "0.0.0.0", "::", ["10.0.0.1", "10.0.0.2"], "nowhere",
-                       [True], "127.1"), rate)
+        name = pick(rng, ("request-id-headers", "max_payload_size", "--cors-allowed-origins", "dp-aware",
+                          "rdma-listen-ip", "otlp-traces-endpoint", "mm-allow-private-media-hosts",
+                          "queue-size"),
+                    ("api-key", "port", "health-check-int", "Bad Flag", "mesh", "rdma", "otlp", 5, "",
+                     "enable-mesh", "log-dir", "x\n", "tls-cert"), rate)
+        value = pick(rng, ("x-request-id", 1024, ["a", "b"], True, False, None, "-5", ["1", "-2"], "10.0.0.5",
+                           "127.0.0.1:4317", "http://localhost:4317", "collector.example:4317", [], 2.5),
+                     ({"a": 1}, [None], "x\n", ["a", "-x"], "0.0.0.0", "::", ["10.0.0.1", "10.0.0.2"], "nowhere",
+                      [True], "127.1"), rate)
         flags[name] = value
     if rng.random() < rate * 0.1:
         return rng.choice((["--x"], "--x", 5))
@@ -205,12 +196,8 @@ def outcome(module, cfg):
 
 
 def test_rule_engine_port_matches_the_baseline(baseline):
-    rng = random.Random(SEED)
     clean = warned = 0
-    for number in range(COUNT):
-        cfg = generate(rng)
-        new, old = outcome(gateway_config, cfg), outcome(baseline, cfg)
-        assert new == old, "case %d differs: %r" % (number, cfg)
+    for dummy, new in matching_cases(generate, outcome, gateway_config, baseline):
         clean += new["errors"] == []
         warned += bool(new["warnings"]) if isinstance(new["warnings"], list) else 0
     print("\n%d cases (seed %d): %d without problems (rendered), %d with; %d with warnings"

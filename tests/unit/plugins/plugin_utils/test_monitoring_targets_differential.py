@@ -9,21 +9,14 @@ job names. The baseline is read with ``git show``; the test is skipped where tha
 
 from __future__ import annotations
 
-import os
-import random
-
-import pytest
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import monitoring_targets
+from ansible_collections.llmserve.sglang.tests.unit.differential import COUNT, SEED, baseline_fixture, matching_cases, pick
 
 BASELINE = "3e44798"
-SEED = 47
-COUNT = int(os.environ.get("LLMSERVE_DIFF_COUNT", "4000"))
 
 
-@pytest.fixture(scope="module")
-def baseline(baseline_module):
-    return baseline_module(BASELINE, "plugins/plugin_utils/monitoring_targets.py")
+baseline = baseline_fixture(BASELINE, "plugins/plugin_utils/monitoring_targets.py")
 
 
 # -- the generator ---------------------------------------------------------------------------------------------
@@ -49,10 +42,6 @@ GOOD_FACTS = ("10.1.0.1", "10.1.0.2", "fd00::21", "", None)
 BAD_FACTS = ("127.0.0.1", "::1", "bad", 5, "fe80::2", ["10.0.0.1"], "10.1.0.999")
 
 
-def _pick(rng, good, bad, rate):
-    return rng.choice(bad) if bad and rng.random() < rate else rng.choice(good)
-
-
 def _maybe(rng, hostvars, key, value, keep=0.6):
     if rng.random() < keep:
         hostvars[key] = value
@@ -60,48 +49,48 @@ def _maybe(rng, hostvars, key, value, keep=0.6):
 
 def _common(rng, rate, hostvars):
     """The variables every host may carry: its address, facts and node exporter."""
-    _maybe(rng, hostvars, "ansible_host", _pick(rng, GOOD_ADDRESSES + ("",), BAD_ADDRESSES, rate), 0.5)
-    _maybe(rng, hostvars, "ipv4", _pick(rng, GOOD_FACTS, BAD_FACTS, rate), 0.5)
-    _maybe(rng, hostvars, "ipv6", _pick(rng, GOOD_FACTS, BAD_FACTS, rate), 0.3)
-    _maybe(rng, hostvars, "sglang_monitoring_node_exporter", _pick(rng, GOOD_BOOLS, BAD_BOOLS, rate), 0.4)
-    _maybe(rng, hostvars, "sglang_monitoring_node_exporter_port", _pick(rng, GOOD_PORTS, BAD_PORTS, rate), 0.3)
+    _maybe(rng, hostvars, "ansible_host", pick(rng, GOOD_ADDRESSES + ("",), BAD_ADDRESSES, rate), 0.5)
+    _maybe(rng, hostvars, "ipv4", pick(rng, GOOD_FACTS, BAD_FACTS, rate), 0.5)
+    _maybe(rng, hostvars, "ipv6", pick(rng, GOOD_FACTS, BAD_FACTS, rate), 0.3)
+    _maybe(rng, hostvars, "sglang_monitoring_node_exporter", pick(rng, GOOD_BOOLS, BAD_BOOLS, rate), 0.4)
+    _maybe(rng, hostvars, "sglang_monitoring_node_exporter_port", pick(rng, GOOD_PORTS, BAD_PORTS, rate), 0.3)
 
 
 def _server(rng, rate, node_groups):
     hostvars = {}
-    _maybe(rng, hostvars, "sglang_server_host", _pick(rng, GOOD_BINDS, BAD_BINDS, rate), 0.9)
-    _maybe(rng, hostvars, "sglang_server_port", _pick(rng, GOOD_PORTS, BAD_PORTS, rate), 0.6)
-    _maybe(rng, hostvars, "sglang_server_metrics", _pick(rng, (True, True, "yes", "on"), (False, None, "maybe", 7),
-                                                         rate), 0.95)
-    _maybe(rng, hostvars, "sglang_server_args", _pick(
+    _maybe(rng, hostvars, "sglang_server_host", pick(rng, GOOD_BINDS, BAD_BINDS, rate), 0.9)
+    _maybe(rng, hostvars, "sglang_server_port", pick(rng, GOOD_PORTS, BAD_PORTS, rate), 0.6)
+    _maybe(rng, hostvars, "sglang_server_metrics", pick(rng, (True, True, "yes", "on"), (False, None, "maybe", 7),
+                                                        rate), 0.95)
+    _maybe(rng, hostvars, "sglang_server_args", pick(
         rng, ({}, {"enable_metrics": True}, {"enable-metrics": "yes"}, {"ssl_certfile": "/etc/s/t.crt"},
               {"ssl-certfile": "/c", "enable_metrics": "no"}, None),
         ("text", ["--enable-metrics"], {"ssl_certfile": ""}, {5: True}), rate), 0.4)
     if node_groups and rng.random() < 0.4:
-        hostvars["sglang_server_node_group"] = _pick(rng, node_groups, (5, ["g"], "  ", "nowhere"), rate)
-        _maybe(rng, hostvars, "sglang_server_node_rank", _pick(rng, (0, 1, "1", 2, "", None),
-                                                               (-1, "x", True, "12345", 1.0), rate), 0.4)
-    _maybe(rng, hostvars, "sglang_monitoring_scrape", _pick(rng, (True, False, "false", None), ("perhaps", 3), rate),
+        hostvars["sglang_server_node_group"] = pick(rng, node_groups, (5, ["g"], "  ", "nowhere"), rate)
+        _maybe(rng, hostvars, "sglang_server_node_rank", pick(rng, (0, 1, "1", 2, "", None),
+                                                              (-1, "x", True, "12345", 1.0), rate), 0.4)
+    _maybe(rng, hostvars, "sglang_monitoring_scrape", pick(rng, (True, False, "false", None), ("perhaps", 3), rate),
            0.25)
-    _maybe(rng, hostvars, "sglang_model_repo", _pick(rng, ("Qwen/Qwen3-8B", "org/m", ""), ("a\nb", 5, "m" * 120),
-                                                     rate), 0.7)
+    _maybe(rng, hostvars, "sglang_model_repo", pick(rng, ("Qwen/Qwen3-8B", "org/m", ""), ("a\nb", 5, "m" * 120),
+                                                    rate), 0.7)
     _maybe(rng, hostvars, "sglang_model_revision", rng.choice(("a" * 40, "main", "", None)), 0.6)
     _maybe(rng, hostvars, "sglang_model_dir", rng.choice(("/srv/models", "", None, 5)), 0.2)
     _maybe(rng, hostvars, "sglang_model_path", rng.choice(("/srv/models/q", "", None)), 0.2)
-    _maybe(rng, hostvars, "sglang_server_model_path", _pick(rng, ("/models/llama", "", None), ("/m\x7f", ["p"]), rate),
+    _maybe(rng, hostvars, "sglang_server_model_path", pick(rng, ("/models/llama", "", None), ("/m\x7f", ["p"]), rate),
            0.3)
-    _maybe(rng, hostvars, "sglang_server_served_model_name", _pick(rng, ("qwen", "", "llama-3"), ("a\tb", {"n": 1}),
-                                                                   rate), 0.5)
+    _maybe(rng, hostvars, "sglang_server_served_model_name", pick(rng, ("qwen", "", "llama-3"), ("a\tb", {"n": 1}),
+                                                                  rate), 0.5)
     _common(rng, rate, hostvars)
     return hostvars
 
 
 def _gateway(rng, rate, groups):
     hostvars = {}
-    _maybe(rng, hostvars, "sglang_gateway_host", _pick(rng, GOOD_BINDS, BAD_BINDS, rate), 0.9)
-    _maybe(rng, hostvars, "sglang_gateway_metrics_host", _pick(rng, GOOD_BINDS, BAD_BINDS, rate), 0.3)
-    _maybe(rng, hostvars, "sglang_gateway_metrics_port", _pick(rng, GOOD_PORTS, BAD_PORTS, rate), 0.5)
-    _maybe(rng, hostvars, "sglang_gateway_workers_group", _pick(rng, tuple(groups) + ("", None), (5, ["x"]), rate),
+    _maybe(rng, hostvars, "sglang_gateway_host", pick(rng, GOOD_BINDS, BAD_BINDS, rate), 0.9)
+    _maybe(rng, hostvars, "sglang_gateway_metrics_host", pick(rng, GOOD_BINDS, BAD_BINDS, rate), 0.3)
+    _maybe(rng, hostvars, "sglang_gateway_metrics_port", pick(rng, GOOD_PORTS, BAD_PORTS, rate), 0.5)
+    _maybe(rng, hostvars, "sglang_gateway_workers_group", pick(rng, tuple(groups) + ("", None), (5, ["x"]), rate),
            0.5)
     _common(rng, rate, hostvars)
     return hostvars
@@ -137,17 +126,17 @@ def generate(rng):
         groups["sglang_servers"].extend(rng.choice(([5, None], ["ghost"], [servers[0]] if servers else [])))
     prometheus_name = rng.choice(everyone + ["prom-elsewhere", "prom-elsewhere", ""] if everyone else ["prom-01", ""])
     cfg = {"prometheus": {"name": prometheus_name,
-                          "ansible_host": _pick(rng, ("10.0.9.1", "", "10.0.0.1", "10.0.1.1"), (None, 5), rate)},
-           "servers_group": _pick(rng, ("sglang_servers",), ("missing", 5, None, ["sglang_servers"]), rate),
-           "gateways_group": _pick(rng, ("sglang_gateways",), ("missing", None), rate),
-           "jobs": _pick(rng, ({"sglang": "sglang", "gateway": "sglang_gateway", "node": "node"},
-                               {"sglang": "s", "gateway": "g", "node": "n"}),
-                         ({"sglang": "sglang", "gateway": "sglang", "node": "node"},
-                          {"sglang": "x", "gateway": "y", "node": "x"}, {"gateway": "sglang", "node": "sglang"},
-                          {}, "jobs"), rate),
+                          "ansible_host": pick(rng, ("10.0.9.1", "", "10.0.0.1", "10.0.1.1"), (None, 5), rate)},
+           "servers_group": pick(rng, ("sglang_servers",), ("missing", 5, None, ["sglang_servers"]), rate),
+           "gateways_group": pick(rng, ("sglang_gateways",), ("missing", None), rate),
+           "jobs": pick(rng, ({"sglang": "sglang", "gateway": "sglang_gateway", "node": "node"},
+                              {"sglang": "s", "gateway": "g", "node": "n"}),
+                        ({"sglang": "sglang", "gateway": "sglang", "node": "node"},
+                         {"sglang": "x", "gateway": "y", "node": "x"}, {"gateway": "sglang", "node": "sglang"},
+                         {}, "jobs"), rate),
            "groups": groups, "hosts": hosts}
     if rng.random() < 0.5:
-        cfg["node_exporters_group"] = _pick(rng, ("sglang_node_exporters",), ("pool", None, 5), rate)
+        cfg["node_exporters_group"] = pick(rng, ("sglang_node_exporters",), ("pool", None, 5), rate)
     if rng.random() < rate * 0.1:
         cfg[rng.choice(("groups", "hosts", "prometheus"))] = rng.choice(("x", [], None))
     if rng.random() < rate * 0.02:
@@ -163,12 +152,8 @@ def outcome(module, cfg):
 
 
 def test_rule_engine_port_matches_the_baseline(baseline):
-    rng = random.Random(SEED)
     clean = raised = messages = 0
-    for number in range(COUNT):
-        cfg = generate(rng)
-        new, old = outcome(monitoring_targets, cfg), outcome(baseline, cfg)
-        assert new == old, "case %d differs: %r" % (number, cfg)
+    for dummy, new in matching_cases(generate, outcome, monitoring_targets, baseline):
         if isinstance(new, tuple):
             raised += 1
             continue

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_base_url
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_plays
 
 COMMON = {"ansible_connection": "local", "sglang_server_model_path": "/models/tiny", "sglang_server_install": "none",
           "sglang_server_python": "/usr/bin/python3", "sglang_server_api_key": "k-1"}
@@ -97,19 +95,7 @@ def _plays(out):
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("addresses-fact"))
-    inventory = os.path.join(out, "inventory.json")
-    playbook = os.path.join(out, "play.yml")
-    with open(inventory, "w", encoding="utf-8") as handle:
-        json.dump(_inventory(), handle)
-    with open(playbook, "w", encoding="utf-8") as handle:
-        json.dump(_plays(out), handle)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_HOME=os.path.join(out, "home"), ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_ROLES_PATH=os.path.join(out, "roles"), ANSIBLE_CACHE_PLUGIN="memory")
-    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
-                             "-e", "ansible_python_interpreter=" + sys.executable, playbook],
-                            capture_output=True, text=True, env=env, check=False, timeout=600)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    run_plays(out, _plays(out), _inventory())
     found = {}
     for name in HOSTS:
         files = {}

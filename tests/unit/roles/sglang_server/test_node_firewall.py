@@ -13,7 +13,6 @@ its own and connections are tried from a peer address and from a stranger.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -23,7 +22,7 @@ import uuid
 import pytest
 
 from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_server import systemd_syntax as sd
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path as _collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_plays
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_server")
@@ -50,24 +49,13 @@ def _inventory():
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("node-firewall"))
-    inventory = os.path.join(out, "inventory.json")
-    with open(inventory, "w", encoding="utf-8") as handle:
-        json.dump(_inventory(), handle)
     play = {"name": "render", "hosts": "mn:mnoff", "gather_facts": False, "tasks": [
         {"ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_server", "tasks_from": "validate",
                                           "public": True}},
         {"ansible.builtin.template": {"src": os.path.join(ROLE, "templates", "sglang.service.j2"),
                                       "dest": os.path.join(out, "{{ inventory_hostname }}.service"), "mode": "0600"}},
     ]}
-    playbook = os.path.join(out, "play.yml")
-    with open(playbook, "w", encoding="utf-8") as handle:
-        json.dump([play], handle)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_HOME=os.path.join(out, "home"), ANSIBLE_LOCALHOST_WARNING="false")
-    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
-                             "-e", "ansible_python_interpreter=" + sys.executable, playbook],
-                            capture_output=True, text=True, env=env, check=False, timeout=600)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    result = run_plays(out, [play], _inventory())
     units = {}
     for hosts in HOSTS.values():
         for name in hosts:

@@ -19,13 +19,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 import yaml
 
 from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_server import systemd_syntax as sd
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path as _collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_plays
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "sglang_server")
@@ -148,19 +147,9 @@ def _play(name, overrides, out):
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("sglang-unit"))
-    playbook = os.path.join(out, "render.yml")
-    with open(playbook, "w", encoding="utf-8") as handle:
-        # JSON is YAML; it keeps the NUL and ESC characters of the cases intact as \u escapes
-        json.dump([_play(name, overrides, out) for name, overrides in CASES.items()], handle)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_NOCOLOR="1", ANSIBLE_HOME=os.path.join(out, "home"),
-               ANSIBLE_ROLES_PATH=os.path.join(out, "roles"),
-               # no facts cached by other runs of localhost: the cache directory's architecture depends on them
-               ANSIBLE_CACHE_PLUGIN="memory")
-    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
-                             "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable, playbook],
-                            capture_output=True, text=True, env=env, check=False, timeout=600)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    # run_plays writes JSON, which keeps the NUL and ESC characters of the cases intact, and caches no facts (the
+    # cache directory's architecture depends on them)
+    run_plays(out, [_play(name, overrides, out) for name, overrides in CASES.items()])
     cases = {}
     for name in CASES:
         files = {}
