@@ -141,8 +141,8 @@ def worker_rank(hostvars, groups, name):
     try:
         single = len(node_group) == 0
     except TypeError:
-        raise WorkerCollectionError("hostvars['%s'].sglang_server_node_group: must be a string, got %s"
-                                    % (name, type(node_group).__name__))
+        raise WorkerCollectionError("hostvars['%s'].sglang_server_node_group: must be a string (the name of the "
+                                    "multi-node server's inventory group, or empty)" % name)
     if single:
         return 0
     rank = _default(_item(own, "sglang_server_node_rank"), None)
@@ -179,8 +179,7 @@ def collect_workers(hostvars, groups, group):
         try:
             rank = do_int(rank)
         except OverflowError:
-            raise WorkerCollectionError("hostvars['%s'].sglang_server_node_rank: must be an integer, got %s"
-                                        % (name, rank))
+            raise WorkerCollectionError("hostvars['%s'].sglang_server_node_rank: must be an integer" % name)
         if rank == 0:
             workers.append(_worker(_item(hostvars, name), name))
     return workers
