@@ -149,7 +149,7 @@ gateway_warnings:
   sample: ["sglang_gateway_metrics_host: the Prometheus endpoint on 0.0.0.0 answers anyone without authentication
            (worker URLs, request counts)"]
 remarks:
-  description: What the role shows: RV(gateway_warnings), and a note when C(sglang_gateway_version) is not the smg
+  description: What the role shows, RV(gateway_warnings) and a note when C(sglang_gateway_version) is not the smg
     release the role was written for.
   returned: success
   type: list
