@@ -6,9 +6,9 @@ stand-ins, started the way the role's unit starts it.
 
 * The venv: ``LLMSERVE_SMG_VENV``, else ``$LLMSERVE_CACHE/venv-smg`` when it exists (built by
   ``tools/gateway/install_smg_venv.sh``, ``make gateway-assets``); otherwise the tests skip.
-* The command line: the role's "Assemble the gateway configuration" task (read from
-  ``roles/sglang_gateway/tasks/validate.yml``) templated with Ansible over the role's defaults and the test's
-  variables, then ``render_gateway``. The process gets ``ExecStart``'s argv (``python -I smg_launch.py ...``), the
+* The command line: the role's variables (its defaults and the test's, templated with Ansible) turned into the rules'
+  input as the role's action llmserve.sglang.gateway_config does (``gateway_role.build_config``), then
+  ``render_gateway``. The process gets ``ExecStart``'s argv (``python -I smg_launch.py ...``), the
   unit's ``Environment=`` and, as systemd's ``LoadCredential=smg-keys:...`` gives them, the keys in a credentials
   directory (``CREDENTIALS_DIRECTORY``), nothing else.
 * Where this machine allows it, smg runs under what the unit enforces that can be had without systemd: a read-only
@@ -98,19 +98,20 @@ def free_port(family=socket.AF_INET, host="127.0.0.1"):
 
 
 def role_cfg(variables, workers, inventory_hostname="gateway-test", ansible_host="127.0.0.1"):
-    """The role's ``__sglang_gateway_cfg``: its Assemble task templated over defaults + ``variables``."""
+    """The gateway rules' input as the role's action builds it (``gateway_role.build_config``), from the role's
+    variables (defaults + vars/main.yml + ``variables``, templated with Ansible) and the given workers."""
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_role import CONFIG_VARIABLES, build_config
 
     loader = DataLoader()
     values = dict(loader.load_from_file(os.path.join(ROLE, "defaults", "main.yml"), trusted_as_template=True))
     values.update(loader.load_from_file(os.path.join(ROLE, "vars", "main.yml"), trusted_as_template=True))
     values.update(variables)
-    values.update({"inventory_hostname": inventory_hostname, "ansible_host": ansible_host,
-                   "__sglang_gateway_workers": workers})
-    tasks = loader.load_from_file(os.path.join(ROLE, "tasks", "validate.yml"), trusted_as_template=True)
-    (assemble,) = [t for t in tasks if t.get("name") == "Assemble the gateway configuration"]
-    return Templar(loader=loader, variables=values).template(assemble["ansible.builtin.set_fact"]["__sglang_gateway_cfg"])
+    values.update({"inventory_hostname": inventory_hostname, "ansible_host": ansible_host})
+    templar = Templar(loader=loader, variables=values)
+    resolved = dict((name, templar.resolve_variable_expression(name)) for _key, name in CONFIG_VARIABLES)
+    return build_config(resolved, workers, inventory_hostname, ansible_host)
 
 
 def render(variables, workers, **kwargs):

@@ -33,6 +33,9 @@ HOPS = {
     "roles/sglang_server/tasks/probe.yml": "__sglang_server_ready_url",
     "roles/sglang_server/tasks/restore.yml": "__sglang_server_ready_url",
     "roles/sglang_server/tasks/deploy.yml": "__sglang_server_base_url",
+    # the gateway's workers: the sglang_gateway role's action and the functions it runs
+    "roles/sglang_gateway/tasks/validate.yml": "- name: Check and render the gateway configuration",
+    "plugins/plugin_utils/gateway_role.py": "def ",
 }
 TEMPLATE_LINES = {"ExecStart=", "__sglang_server_rendered.argv"}
 

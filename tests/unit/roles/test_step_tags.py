@@ -21,7 +21,7 @@ ROLES = {
     "sglang_server": ("sglang", "Check and render the SGLang server configuration", "Read the deployment's state on the host",
                       "Stage the --config file, the environment file", "Install SGLang into the virtualenv",
                       "Decide whether to swap and restart"),
-    "sglang_gateway": ("sglang_gateway", "Assemble the gateway configuration", "Read the installed smg version",
+    "sglang_gateway": ("sglang_gateway", "Check and render the gateway configuration", "Read the installed smg version",
                        "Write the systemd unit", "Install smg into the virtualenv", "Decide whether to restart"),
 }
 

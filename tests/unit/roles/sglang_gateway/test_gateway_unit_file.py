@@ -5,9 +5,9 @@
 like systemd.
 
 One ansible-playbook run (every host local, no connection) renders every case: each case is a gateway host with a
-workers group of its own in a generated inventory; its play runs the role's ``validate`` entry point (the real
-worker collection from hostvars, the Assemble task and the filters) and renders the role's two templates, inside a
-block whose rescue records the failure message. The files are then parsed with ``systemd_syntax`` (systemd 252's
+workers group of its own in a generated inventory; its play runs the role's ``validate`` entry point (the action
+llmserve.sglang.gateway_config: the real worker collection from hostvars, the rules and the rendering) and renders
+the role's two templates, inside a block whose rescue records the failure message. The files are then parsed with ``systemd_syntax`` (systemd 252's
 rules) and checked with ``systemd-analyze verify`` and ``systemd-analyze security --offline`` where available. The
 run's own output (with -v) must not contain a key, and neither may the unit.
 """
