@@ -99,7 +99,7 @@ POLICIES = ("random", "round_robin", "passthrough", "cache_aware", "power_of_two
 LOG_LEVELS = ("debug", "info", "warn", "error")
 
 # The sglang_server role's defaults for a worker whose inventory does not set them
-# (tests/unit/plugins/module_utils/test_gateway_config.py keeps them equal to roles/sglang_server/defaults).
+# (tests/unit/plugins/plugin_utils/test_gateway_config.py keeps them equal to roles/sglang_server/defaults).
 WORKER_DEFAULT_HOST = SERVER_DEFAULT_HOST
 WORKER_DEFAULT_PORT = SERVER_DEFAULT_PORT
 

@@ -7,7 +7,7 @@ Real ansible-playbook runs (every host local, no connection): the role's ``valid
 action, beside the Jinja path it replaced (files/jinja_gateway_validate.yml: the worker loop, the set_fact copy, the
 asserts and the sglang_gateway_render filter, as the role had them) for valid and invalid configurations, each a
 gateway with a workers group of its own in one generated inventory. Both must give the same messages, the same
-command line, workers, URL and remarks. test_gateway_config_differential.py compares the two over many more
+command line, workers, URL and remarks. test_gateway_config_action_differential.py compares the two over many more
 inventories in one process; the rules' own pieces are tested below.
 """
 

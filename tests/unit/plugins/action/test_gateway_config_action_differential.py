@@ -15,7 +15,7 @@ reports every problem at once, so the old messages are the three asserts' messag
 For every inventory both must give the same outcome: the same workers from the loop; the same problems, or the same
 rendered gateway (its ``warnings`` are the action's ``gateway_warnings``), workers, URL and remarks; or both fail
 where the Jinja could not template the inventory (a node group without a length, a host missing from its own node
-group). tests/unit/plugins/action/test_gateway_config.py runs both through ansible-playbook for a few of them.
+group). tests/unit/plugins/action/test_gateway_config_action.py runs both through ansible-playbook for a few of them.
 """
 
 from __future__ import annotations
