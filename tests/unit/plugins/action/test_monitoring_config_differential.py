@@ -37,10 +37,10 @@ ROLE = os.path.join(HERE, "..", "..", "..", "..", "roles", "sglang_monitoring")
 SEED = 4747
 COUNT = int(os.environ.get("LLMSERVE_DIFF_COUNT", "1500")) // 3
 
-with open(os.path.join(HERE, "files", "jinja_monitoring.yml"), encoding="utf-8") as _handle:
-    OLD_TASKS = yaml.safe_load(_handle)
-with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as _handle:
-    HOST_FIELDS = yaml.safe_load(_handle)["__sglang_monitoring_host_fields"]
+with open(os.path.join(HERE, "files", "jinja_monitoring.yml"), encoding="utf-8") as handle:
+    OLD_TASKS = yaml.safe_load(handle)
+with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as handle:
+    HOST_FIELDS = yaml.safe_load(handle)["__sglang_monitoring_host_fields"]
 OLD_TARGETS_VARS = next(task for task in OLD_TASKS if "ansible.builtin.set_fact" in task)["vars"]
 
 VALID_SETTINGS = {
