@@ -8,6 +8,11 @@
 Prometheus mode and package version, Alertmanagers, the CA file); ``node_exporter_problems(settings)`` those of the
 node_exporter entry point. Both return every problem at once, in a fixed order, and never raise on bad values: a
 value of the wrong type is a problem like any other. Only a malformed rule table (a bug in the role) raises.
+
+``monitoring_config(settings, targets)`` is the main entry point's whole check, as the action
+llmserve.sglang.monitoring_config runs it: the settings first, then the scrape targets
+(``monitoring_targets.build_targets``) of the input ``targets_input`` makes of the inventory; the problems of the first
+step that has any raise ``MonitoringConfigError``, every one of that step at once.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 
+from ansible.errors import AnsibleUndefinedVariable
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.filter.core import from_json, to_json
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.monitoring_targets import build_targets
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import range_problems
 
 # Prometheus' duration grammar (prometheus/common model.ParseDuration, as in Prometheus 2.42): units from the
@@ -33,6 +41,14 @@ VERSION_RE = re.compile(r"([0-9][A-Za-z0-9.+~:*-]*)?")
 ALERTMANAGER_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9.-]*|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}")
 DECIMAL_RE = re.compile(r"[0-9]+([.][0-9]+)?")
 MODES = ("existing", "distribution")
+
+# The role variable config_problems checks: the role's vars/main.yml assembles it from the sglang_monitoring_*
+# variables, with the bounds of each rule (the node_exporter entry point shares some of its tables).
+SETTINGS_VARIABLE = "__sglang_monitoring_settings"
+# The role variables the scrape targets are built from, besides the inventory (groups, hostvars) and the host's name.
+TARGET_VARIABLES = ("sglang_monitoring_servers_group", "sglang_monitoring_gateways_group",
+                    "sglang_monitoring_node_exporters_group", "__sglang_monitoring_jobs",
+                    "__sglang_monitoring_host_fields")
 
 
 def _text(value):
@@ -132,3 +148,81 @@ def node_exporter_problems(settings):
     if NAME_RE.fullmatch(str(package)) is None:
         problems.append("sglang_monitoring_node_exporter_package: must be a package name, got %s" % _text(package))
     return problems + range_problems(settings.get("ranges") or {})
+
+
+# -- the main entry point's check (the action llmserve.sglang.monitoring_config) --------------------------------------
+
+
+class MonitoringConfigError(ValueError):
+    """The settings or the inventory break rules; ``problems`` lists every message of the step that failed."""
+
+    def __init__(self, problems):
+        super(MonitoringConfigError, self).__init__("; ".join(str(problem) for problem in problems))
+        self.problems = list(problems)
+
+
+def _defined(variables, name):
+    """(True, value) where the host defines ``name`` and its value templates, else (False, None): Jinja's
+    ``hostvars[host][name] is defined``."""
+    if not isinstance(variables, Mapping) or name not in variables:
+        return False, None
+    try:
+        return True, variables[name]
+    except AnsibleUndefinedVariable:
+        return False, None
+
+
+def _fact_address(facts, key):
+    """``(facts[key] | default({}))['address'] | default('')``: the default address of gathered facts, or ''."""
+    part = facts.get(key, {}) if isinstance(facts, Mapping) else {}
+    if isinstance(part, Mapping) and "address" in part:
+        return part["address"]
+    return ""
+
+
+def inventory_host(variables, fields):
+    """What the targets read of one inventory host (``hostvars[host]``): each of ``fields`` it defines, not None, and
+    the default IPv4/IPv6 addresses of its gathered facts as ``ipv4``/``ipv6`` ('' where there are none)."""
+    found = {}
+    for field in fields:
+        defined, value = _defined(variables, field)
+        if defined and value is not None:
+            found[field] = value
+    defined, facts = _defined(variables, "ansible_facts")
+    facts = facts if defined else {}
+    found.update(ipv4=_fact_address(facts, "default_ipv4"), ipv6=_fact_address(facts, "default_ipv6"))
+    return found
+
+
+def targets_input(variables, hostname, groups, hostvars):
+    """``build_targets``' input for Prometheus on ``hostname``: the role's ``TARGET_VARIABLES`` (``variables``), the
+    inventory's ``groups`` and, of every host of group all, what ``inventory_host`` reads of ``hostvars[host]``. The
+    hosts pass through JSON, as the role's Jinja passed them (tuples become lists, keys strings)."""
+    fields = variables["__sglang_monitoring_host_fields"]
+    own = hostvars[hostname] if isinstance(hostname, str) and hostname in hostvars else {}
+    defined, address = _defined(own, "ansible_host")
+    hosts = {}
+    for name in (groups.get("all") or []):
+        hosts[name] = inventory_host(hostvars[name] if name in hostvars else {}, fields)
+    return {"prometheus": {"name": hostname, "ansible_host": address if defined else ""},
+            "servers_group": variables["sglang_monitoring_servers_group"],
+            "gateways_group": variables["sglang_monitoring_gateways_group"],
+            "node_exporters_group": variables["sglang_monitoring_node_exporters_group"],
+            "jobs": variables["__sglang_monitoring_jobs"], "groups": groups, "hosts": from_json(to_json(hosts))}
+
+
+def monitoring_config(settings=None, targets=None):
+    """The settings' rules (``config_problems``; skipped where ``settings`` is None), then the scrape targets of the
+    input ``targets`` (``targets_input``; not built where it is None). Returns ``settings`` as checked and ``targets``
+    (``build_targets``' result, None where not built); raises MonitoringConfigError with every problem of the settings,
+    or, where they hold, every error of the inventory."""
+    if settings is not None:
+        problems = config_problems(settings)
+        if problems:
+            raise MonitoringConfigError(problems)
+    built = None
+    if targets is not None:
+        built = build_targets(targets)
+        if built["errors"]:
+            raise MonitoringConfigError(built["errors"])
+    return {"settings": settings, "targets": built}
