@@ -221,6 +221,19 @@ def test_each_tag_runs_the_steps_it_ran(tmp_path, tags, builds):
         assert "PUBLISHED False" in out and "has no hosts" not in out
 
 
+def test_skipping_the_rule_file_still_builds_and_writes_the_targets(tmp_path):
+    # the settings check carries the rules tag, the targets step does not (as before the action): a run that leaves
+    # the rule file alone still checks the inventory and writes the target files
+    # (a broken setting shows that the settings step was skipped: the targets step does not read it)
+    result = _role_run(tmp_path, EXAMPLE, "-e", "sglang_monitoring_ttft_window=0s", "--skip-tags",
+                       "sglang_monitoring_rules,sglang_monitoring_install,sglang_monitoring_config,"
+                       "sglang_monitoring_node_exporter")
+    out = " ".join(result.stdout.split())
+    assert result.returncode == 0, out[-3000:]
+    assert "sglang_monitoring_ttft_window" not in out
+    assert "sglang.json: 10.0.0.1:30000, 10.0.0.2:30000" in out and "PUBLISHED True" in out
+
+
 def test_the_entry_points_validate_and_targets(tmp_path):
     # validate: the settings only (no inventory needed)
     result = _role_run(tmp_path, {}, "-e", "sglang_monitoring_ttft_window=0s", tasks_from="validate")
