@@ -218,7 +218,8 @@ def test_every_rule_broken_at_once(both):
         "nvidia_driver_registry_dwords: value '010' for key 'DmaRemapPeerMmio' starts with 0: the driver reads such a "
         "number as octal (or hex after 0x), so '010' would load as 8; write the intended value in decimal without "
         "leading zeros",
-        "nvidia_driver_module_params: option name 'EnableResizableBar' does not start with NVreg_",
+        "nvidia_driver_module_params: option name 'EnableResizableBar' does not start with NVreg_ (case matters); "
+        "nvidia.ko only takes NVreg_* options: write 'NVreg_EnableResizableBar'",
         "nvidia_driver_modprobe_file: /etc/nvidia.conf " + ndc.MODPROBE_FILE_RULE.split("%s ", 1)[1],
         "nvidia_driver_apply: " + ndc.APPLY_RULE,
         ndc.GPU_SERVICES_MESSAGE % "sglang.service",
