@@ -94,7 +94,7 @@ class ActionModule(ActionBase):
         except (AnsibleError, TypeError, ValueError) as exc:
             raise AnsibleActionFail("nvidia_driver_config: %s" % exc)
         content = self._render(dict(task_vars, **overrides), config["options_line"],
-                               config["values"]["nvidia_driver_modprobe_file"])
+                               config["variables"]["nvidia_driver_modprobe_file"])
         result.update(config)
         result["content"] = content
         result["sha256"] = hashlib.sha256(to_bytes(content, errors="surrogate_or_strict")).hexdigest()

@@ -95,7 +95,7 @@ param_names:
   type: list
   elements: str
   sample: ["NVreg_RegistryDwords", "NVreg_EnableStreamMemOPs"]
-values:
+variables:
   description:
     - The variables as the role uses them, by name. The option mappings are V({}) for a blank value,
       C(nvidia_driver_reboot_ok) is a boolean and C(nvidia_driver_reboot_timeout) an integer.

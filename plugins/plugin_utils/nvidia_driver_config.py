@@ -145,13 +145,13 @@ def nvidia_driver_problems(variables):
 
 
 def nvidia_driver_values(variables):
-    """What the role uses of variables that pass ``nvidia_driver_problems``: ``values`` (each variable normalised,
+    """What the role uses of variables that pass ``nvidia_driver_problems``: ``variables`` (each variable normalised,
     by name), ``options_line`` (the ``options nvidia ...`` line, '' when no option is wanted) and ``param_names``
     (the option names the role sets, for the conflict scan)."""
     cfg = _cfg(variables)
     registry, params = dict(cfg["registry"]), dict(cfg["params"])
     return {
-        "values": {
+        "variables": {
             "nvidia_driver_registry_dwords": registry,
             "nvidia_driver_module_params": params,
             "nvidia_driver_modprobe_file": cfg["nvidia_driver_modprobe_file"],

@@ -196,7 +196,7 @@ def test_the_role_entry_point_registers_the_action(both, name):
         assert case["role_error"] == case["old_error"]
         return
     role = case["role"]
-    for key in ("content", "sha256", "options_line", "param_names", "values"):
+    for key in ("content", "sha256", "options_line", "param_names", "variables"):
         assert role[key] == case["new"][key], key
 
 
@@ -233,12 +233,12 @@ def test_the_rendered_file(both):
     assert new["content"].splitlines()[:3] == ["#", "# Ansible managed", "#"]
     assert 'options nvidia NVreg_EnableStreamMemOPs=1 NVreg_RegistryDwords="DmaRemapPeerMmio=1"' in \
         new["content"].splitlines()
-    assert new["values"] == dict(_good(), nvidia_driver_registry_dwords={"DmaRemapPeerMmio": 1},
+    assert new["variables"] == dict(_good(), nvidia_driver_registry_dwords={"DmaRemapPeerMmio": 1},
                                  nvidia_driver_module_params={"NVreg_EnableStreamMemOPs": 1})
     assert "# No option is wanted: nvidia.ko uses its built-in defaults." in both["defaults"]["new"]["content"]
     assert both["managed_text"]["new"]["content"].startswith("#\n# Managed by llmserve\n# second line\n#\n")
     assert both["managed_templated"]["new"]["content"].startswith("#\n# TEMPLATED header\n#\n")
-    assert both["reboot_ok"]["new"]["values"]["nvidia_driver_reboot_ok"] is True
+    assert both["reboot_ok"]["new"]["variables"]["nvidia_driver_reboot_ok"] is True
 
 
 # ---- the rules in Python -------------------------------------------------------------------------------------------
@@ -252,7 +252,7 @@ def test_the_defaults_pass():
     assert not _problems()
     found = ndc.nvidia_driver_values(_good())
     assert found["options_line"] == "" and found["param_names"] == []
-    assert found["values"]["nvidia_driver_reboot_timeout"] == 1800
+    assert found["variables"]["nvidia_driver_reboot_timeout"] == 1800
 
 
 @pytest.mark.parametrize("value, broken", [
