@@ -234,7 +234,7 @@ def test_the_rendered_file(both):
     assert 'options nvidia NVreg_EnableStreamMemOPs=1 NVreg_RegistryDwords="DmaRemapPeerMmio=1"' in \
         new["content"].splitlines()
     assert new["variables"] == dict(_good(), nvidia_driver_registry_dwords={"DmaRemapPeerMmio": 1},
-                                 nvidia_driver_module_params={"NVreg_EnableStreamMemOPs": 1})
+                                    nvidia_driver_module_params={"NVreg_EnableStreamMemOPs": 1})
     assert "# No option is wanted: nvidia.ko uses its built-in defaults." in both["defaults"]["new"]["content"]
     assert both["managed_text"]["new"]["content"].startswith("#\n# Managed by llmserve\n# second line\n#\n")
     assert both["managed_templated"]["new"]["content"].startswith("#\n# TEMPLATED header\n#\n")
