@@ -248,7 +248,7 @@ def coerce_u32(value, limit=U32_MAX):
             return None, "is not a decimal integer; write a bare number such as 1"
         number = int(text)
     else:
-        return None, "has type %s; write a whole number" % type(value).__name__
+        return None, "has type %s; write a whole number" % _type_name(value)
     if number < 0:
         return None, "is negative; options are unsigned, use a value from 0 to %d" % limit
     if number > limit:
@@ -266,13 +266,22 @@ def coerce_u32(value, limit=U32_MAX):
     return number, None
 
 
+def _type_name(value):
+    """A value's type as the inventory wrote it: Ansible's lazy and tagged containers and strings are named by their
+    builtin base (list, dict, str), so a message reads the same from a filter, an action or a module."""
+    for base in type(value).__mro__:
+        if base.__module__ == "builtins":
+            return base.__name__
+    return type(value).__name__
+
+
 def _mapping_problem(mapping, var_name, what):
     if mapping is None:
         return None
     if not isinstance(mapping, dict):
         return (
             "%s must be a mapping of %s to integer (for example {DmaRemapPeerMmio: 1}), got %s"
-            % (var_name, what, type(mapping).__name__)
+            % (var_name, what, _type_name(mapping))
         )
     return None
 
@@ -292,7 +301,7 @@ def _entry_errors(mapping, var_name, what, name_messages, entry_problem):
     errors = []
     for name in sorted((mapping or {}), key=str):
         if not isinstance(name, str):
-            problem = not_string % (var_name, name, type(name).__name__)
+            problem = not_string % (var_name, name, _type_name(name))
         else:
             bad = _describe_bad_chars(name)
             problem = bad_chars % (var_name, name, bad) if bad else entry_problem(name, mapping[name])

@@ -258,6 +258,24 @@ def test_validate_rejects_bad_values(value, fragment):
     assert fragment in errors[0]
 
 
+class _AnsibleLazyList(list):
+    """Stands in for ansible-core's lazy and tagged containers (subclasses of the builtin types)."""
+
+
+class _AnsibleTaggedDict(dict):
+    pass
+
+
+def test_ansible_container_classes_are_named_by_their_builtin_type():
+    # the same message from a Jinja filter (lazy containers), an action (tagged ones) and plain Python
+    assert "has type list; write a whole number" in nr.validate_registry_dwords(
+        {"DmaRemapPeerMmio": _AnsibleLazyList([1])}, VAR)[0]
+    assert nr.validate_registry_dwords(_AnsibleLazyList([1]), VAR) == nr.validate_registry_dwords([1], VAR)
+    assert nr.validate_registry_dwords(_AnsibleLazyList([1]), VAR)[0].endswith("got list")
+    assert nr.validate_module_params({"NVreg_X": _AnsibleTaggedDict()}, "p") == nr.validate_module_params(
+        {"NVreg_X": {}}, "p")
+
+
 @pytest.mark.parametrize("value", [0, 1, "0", "7", 4294967295, "4294967295"])
 def test_validate_accepts_edge_values(value):
     assert nr.validate_registry_dwords({"K": value}, VAR) == []
