@@ -17,7 +17,6 @@ fails the task at once.
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_role import (
     VARIABLES,
@@ -27,25 +26,16 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.gateway_role impor
     gateway_config,
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import RangeSpecError
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.role_action import RoleAction
 
 # what ``variables`` may give besides the role's variables
 INVENTORY_VARIABLES = ("inventory_hostname", "ansible_host", "hostvars", "groups")
 
 
-class ActionModule(ActionBase):
+class ActionModule(RoleAction):
 
-    _supports_check_mode = True
-    _supports_async = False
-    _VALID_ARGS = frozenset(("variables",))
-
-    def _variable(self, name, task_vars, overrides):
-        if name in overrides:
-            return overrides[name]
-        if name not in task_vars:
-            raise AnsibleActionFail("gateway_config: the variable %s is not defined (run the action from the "
-                                    "llmserve.sglang.sglang_gateway role, or pass it in variables)" % name)
-        # templated as the host sees it, with the same engine as the task's arguments
-        return self._templar.resolve_variable_expression(name)
+    ACTION = "gateway_config"
+    ROLE = "llmserve.sglang.sglang_gateway"
 
     def _inventory(self, task_vars, overrides):
         """inventory_hostname, ansible_host (the task's: the inventory name where none is set), hostvars, groups."""
@@ -61,13 +51,8 @@ class ActionModule(ActionBase):
         return found
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result, task_vars, overrides, variables = self._start(tmp, task_vars, VARIABLES)
         del tmp
-        task_vars = task_vars or {}
-        overrides = self._task.args.get("variables") or {}
-        if not isinstance(overrides, dict):
-            raise AnsibleActionFail("gateway_config: variables must be a dict, got %s" % type(overrides).__name__)
-        variables = dict((name, self._variable(name, task_vars, overrides)) for name in VARIABLES)
         inventory = self._inventory(task_vars, overrides)
         try:
             workers = collect_workers(inventory["hostvars"], inventory["groups"],

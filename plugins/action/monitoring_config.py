@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.monitoring_config import (
     SETTINGS_VARIABLE,
@@ -28,15 +27,16 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.monitoring_config 
     monitoring_config,
     targets_input,
 )
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.role_action import RoleAction
 
 # what ``variables`` may give besides the role's variables (a play outside the role, a test)
 INVENTORY_VARIABLES = ("inventory_hostname", "groups", "hostvars")
 
 
-class ActionModule(ActionBase):
+class ActionModule(RoleAction):
 
-    _supports_check_mode = True
-    _supports_async = False
+    ACTION = "monitoring_config"
+    ROLE = "llmserve.sglang.sglang_monitoring"
     _VALID_ARGS = frozenset(("settings", "targets", "variables"))
 
     def _flag(self, name, default):
@@ -47,24 +47,13 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("monitoring_config: %s must be true or false, got %s"
                                     % (name, type(value).__name__))
 
-    def _variable(self, name, task_vars, overrides):
-        if name in overrides:
-            return overrides[name]
-        if name not in task_vars:
-            raise AnsibleActionFail("monitoring_config: the variable %s is not defined (run the action from the "
-                                    "llmserve.sglang.sglang_monitoring role, or pass it in variables)" % name)
-        # templated as the host sees it, with the same engine as the task's arguments
-        return self._templar.resolve_variable_expression(name)
-
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         task_vars = task_vars or {}
         check_settings = self._flag("settings", True)
         build_targets = self._flag("targets", True)
-        overrides = self._task.args.get("variables") or {}
-        if not isinstance(overrides, dict):
-            raise AnsibleActionFail("monitoring_config: variables must be a dict, got %s" % type(overrides).__name__)
+        overrides = self._overrides()
         settings = self._variable(SETTINGS_VARIABLE, task_vars, overrides) if check_settings else None
         targets = None
         if build_targets:
@@ -81,7 +70,7 @@ class ActionModule(ActionBase):
             checked = monitoring_config(settings, targets)
         except MonitoringConfigError as exc:
             # the message is the list of broken rules, as the role's fail and assert tasks showed it
-            result.update(failed=True, msg=exc.problems)
+            result.update(failed=True, problems=exc.problems, msg=exc.problems)
             return result
         except (TypeError, ValueError) as exc:
             # a malformed rule table: a bug in the role, not in its variables

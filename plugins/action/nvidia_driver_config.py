@@ -20,7 +20,6 @@ import os
 
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.text.converters import to_bytes
-from ansible.plugins.action import ActionBase
 from ansible.template import generate_ansible_template_vars, trust_as_template
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.nvidia_driver_config import (
@@ -30,6 +29,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.nvidia_driver_conf
     nvidia_driver_values,
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import RangeSpecError
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.role_action import RoleAction
 
 TEMPLATE = "nvidia-options.conf.j2"
 # the role's template, found from this file: the action belongs to the role and renders it from a play outside the
@@ -40,22 +40,11 @@ TEMPLATE_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.
 OPTIONS_LINE_VARIABLE = "__nvidia_driver_options_line"
 
 
-class ActionModule(ActionBase):
+class ActionModule(RoleAction):
 
-    _supports_check_mode = True
-    _supports_async = False
-    _VALID_ARGS = frozenset(("variables",))
-
-    def _variable(self, name, task_vars, overrides):
-        if name in overrides:
-            return overrides[name]
-        if name not in task_vars:
-            if name in OPTIONAL_VARIABLES:
-                return None
-            raise AnsibleActionFail("nvidia_driver_config: the variable %s is not defined (run the action from the "
-                                    "llmserve.sglang.nvidia_driver role, or pass it in variables)" % name)
-        # templated as the host sees it, with the same engine as the task's arguments
-        return self._templar.resolve_variable_expression(name)
+    ACTION = "nvidia_driver_config"
+    ROLE = "llmserve.sglang.nvidia_driver"
+    OPTIONAL = OPTIONAL_VARIABLES
 
     def _render(self, task_vars, options_line, dest):
         """The options file as ansible.builtin.template writes it (plugins/action/template.py of ansible-core)."""
@@ -74,13 +63,8 @@ class ActionModule(ActionBase):
         return rendered or ""
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
+        result, task_vars, overrides, variables = self._start(tmp, task_vars, VARIABLES)
         del tmp
-        task_vars = task_vars or {}
-        overrides = self._task.args.get("variables") or {}
-        if not isinstance(overrides, dict):
-            raise AnsibleActionFail("nvidia_driver_config: variables must be a dict, got %s" % type(overrides).__name__)
-        variables = dict((name, self._variable(name, task_vars, overrides)) for name in VARIABLES)
         try:
             problems = nvidia_driver_problems(variables)
         except (AnsibleError, RangeSpecError, TypeError, ValueError) as exc:

@@ -18,9 +18,9 @@ Nothing on the host is read or changed; every broken rule fails the task at once
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import RangeSpecError
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.role_action import RoleAction
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.server_config import (
     HOST_VARIABLES,
     OPTIONAL_VARIABLES,
@@ -33,22 +33,12 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.server_config impo
 GROUP_NODES = "__sglang_server_group_nodes"
 
 
-class ActionModule(ActionBase):
+class ActionModule(RoleAction):
 
-    _supports_check_mode = True
-    _supports_async = False
+    ACTION = "server_config"
+    ROLE = "llmserve.sglang.sglang_server"
+    OPTIONAL = OPTIONAL_VARIABLES
     _VALID_ARGS = frozenset(("speculative_off", "variables"))
-
-    def _variable(self, name, task_vars, overrides):
-        if name in overrides:
-            return overrides[name]
-        if name not in task_vars:
-            if name in OPTIONAL_VARIABLES:
-                return None
-            raise AnsibleActionFail("server_config: the variable %s is not defined (run the action from the "
-                                    "llmserve.sglang.sglang_server role, or pass it in variables)" % name)
-        # templated as the host sees it, with the same engine as the task's arguments
-        return self._templar.resolve_variable_expression(name)
 
     def _host(self, hostname, task_vars, overrides):
         """ansible_host (only where the inventory, a set_fact or -e sets it) and ansible_facts of this host."""
@@ -71,9 +61,7 @@ class ActionModule(ActionBase):
         if not isinstance(speculative_off, bool):
             raise AnsibleActionFail("server_config: speculative_off must be true or false, got %s"
                                     % type(speculative_off).__name__)
-        overrides = self._task.args.get("variables") or {}
-        if not isinstance(overrides, dict):
-            raise AnsibleActionFail("server_config: variables must be a dict, got %s" % type(overrides).__name__)
+        overrides = self._overrides()
         variables = dict((name, self._variable(name, task_vars, overrides)) for name in VARIABLES)
         nodes = {}
         if variables.get("sglang_server_node_group"):

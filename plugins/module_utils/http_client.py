@@ -164,6 +164,13 @@ def json_request(client, method, url, timeout, key=None, body=None):
     return client.request(method, url, data=data, headers=headers, timeout=timeout)
 
 
+def client_argument_spec(max_body_bytes=DEFAULT_MAX_BODY_BYTES):
+    """The options of a module that talks HTTP through HardenedClient (build_fetcher reads validate_certs, ca_path and
+    use_proxy of module.params; the caller passes max_body_bytes to the client)."""
+    return dict(max_body_bytes=dict(type="int", default=max_body_bytes), validate_certs=dict(type="bool", default=True),
+                ca_path=dict(type="path"), use_proxy=dict(type="bool", default=True))
+
+
 class HardenedClient(object):
     """Requests under a wall-clock limit each, with capped bodies; use it as a context manager (the watchdog's
     SIGALRM handler is installed on entry and removed on exit).

@@ -31,29 +31,12 @@ description:
   - Otherwise it returns the rendered gateway (as P(llmserve.sglang.sglang_gateway_render#filter)).
   - The result holds the workers' and the admin API key, so it is never shown (as with C(no_log)); a failure is, and
     its messages never show a secret's value.
-  - This module is only documentation; the work is done by the action plugin of the same name on the controller.
 author: llmserve developers (@llmserve)
-extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - llmserve.sglang.attributes
-  - llmserve.sglang.attributes.controller_action
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Nothing on any host is read or changed, in check mode or not.
-options:
-  variables:
-    description:
-      - Variable name to value, used instead of the host's variable of that name (for a play outside the role, or a
-        test). C(inventory_hostname), C(ansible_host), C(hostvars) and C(groups) may be given too.
-    type: dict
-    default: {}
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes,
+                                 llmserve.sglang.attributes.controller_action, llmserve.sglang.role_action]
 seealso:
-  - plugin: llmserve.sglang.sglang_gateway_validate
-    plugin_type: filter
-  - plugin: llmserve.sglang.sglang_gateway_render
-    plugin_type: filter
+  - {plugin: llmserve.sglang.sglang_gateway_validate, plugin_type: filter}
+  - {plugin: llmserve.sglang.sglang_gateway_render, plugin_type: filter}
 notes:
   - The role registers the result as C(__sglang_gateway_rendered); C(templates/sglang-gateway.service.j2) reads
     RV(argv), RV(env) and RV(privileged_port), C(sglang-gateway.env.j2) RV(env_file); it publishes RV(workers) as
@@ -74,13 +57,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-problems:
-  description: Every broken rule, each naming its variable (also the failure's C(msg)).
-  returned: failure of the validation
-  type: list
-  elements: str
-  sample: ["sglang_gateway_admin_api_key: must be at least 16 characters long (value not shown); make one with
-           'openssl rand -hex 32'"]
+extends_documentation_fragment: [llmserve.sglang.role_action]
 argv:
   description: The smg command line after the launcher, one option followed by its values; no secret.
   returned: success

@@ -325,6 +325,7 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_worker imp
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import (
     HardenedClient,
+    client_argument_spec,
     build_fetcher,  # looked up at call time: the unit tests replace it with fake servers
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import mask_secrets, redact
@@ -348,10 +349,7 @@ def build_module():
             worker_load_url=dict(type="str"),
             interval=dict(type="float", default=1),
             request_timeout=dict(type="float", default=10),
-            max_body_bytes=dict(type="int", default=4 * 1024 * 1024),
-            validate_certs=dict(type="bool", default=True),
-            ca_path=dict(type="path"),
-            use_proxy=dict(type="bool", default=True),
+            **client_argument_spec(max_body_bytes=4 * 1024 * 1024)
         ),
         supports_check_mode=True,
     )

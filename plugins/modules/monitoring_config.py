@@ -28,17 +28,9 @@ description:
   - The first step with a broken rule fails the task, its message the list of every problem of that step, each naming
     its variable; nothing on any host is contacted.
   - No API key is read; SGLang 0.5.23 serves C(/metrics) without one even with C(--api-key).
-  - This module is only documentation; the work is done by the action plugin of the same name on the controller.
 author: llmserve developers (@llmserve)
-extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - llmserve.sglang.attributes
-  - llmserve.sglang.attributes.controller_action
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Nothing on any host is read or changed, in check mode or not.
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes,
+                                 llmserve.sglang.attributes.controller_action, llmserve.sglang.role_action]
 options:
   settings:
     description:
@@ -53,17 +45,9 @@ options:
         (C(--tags sglang_monitoring_rules)).
     type: bool
     default: true
-  variables:
-    description:
-      - Variable name to value, used instead of the host's variable of that name (for a play outside the role, or a
-        test). C(inventory_hostname), C(groups) and C(hostvars) may be given too.
-    type: dict
-    default: {}
 seealso:
-  - plugin: llmserve.sglang.sglang_monitoring_problems
-    plugin_type: filter
-  - plugin: llmserve.sglang.sglang_monitoring_targets
-    plugin_type: filter
+  - {plugin: llmserve.sglang.sglang_monitoring_problems, plugin_type: filter}
+  - {plugin: llmserve.sglang.sglang_monitoring_targets, plugin_type: filter}
 notes:
   - The role registers the result as C(__sglang_monitoring_checked) and publishes RV(targets) as the fact
     C(sglang_monitoring_targets), which C(tasks/target_files.yml) writes one file per job from.
@@ -97,6 +81,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+extends_documentation_fragment: [llmserve.sglang.role_action]
 settings:
   description:
     - The settings as checked (C(__sglang_monitoring_settings)), the durations, windows, thresholds, names and paths

@@ -27,29 +27,12 @@ description:
   - Otherwise it renders the role's C(templates/nvidia-options.conf.j2) once, as M(ansible.builtin.template) renders
     it (the task's variables, C(ansible_managed), trim_blocks), with the options line of
     P(llmserve.sglang.nvidia_modprobe_options#filter).
-  - This module is only documentation; the work is done by the action plugin of the same name on the controller.
 author: llmserve developers (@llmserve)
-extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - llmserve.sglang.attributes
-  - llmserve.sglang.attributes.controller_action
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Nothing on the host is read or changed, in check mode or not.
-options:
-  variables:
-    description:
-      - Variable name to value, used instead of the host's variable of that name (for a play outside the role, or a
-        test).
-    type: dict
-    default: {}
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes,
+                                 llmserve.sglang.attributes.controller_action, llmserve.sglang.role_action]
 seealso:
-  - plugin: llmserve.sglang.nvidia_driver_param_errors
-    plugin_type: filter
-  - plugin: llmserve.sglang.nvidia_modprobe_options
-    plugin_type: filter
+  - {plugin: llmserve.sglang.nvidia_driver_param_errors, plugin_type: filter}
+  - {plugin: llmserve.sglang.nvidia_modprobe_options, plugin_type: filter}
 notes:
   - The role registers the result as C(__nvidia_driver_config); C(configure.yml) writes RV(content) with
     M(ansible.builtin.copy), C(plan.yml) compares RV(sha256), C(conflicts.yml) scans for RV(param_names).
@@ -69,12 +52,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-problems:
-  description: Every broken rule (also the failure's C(msg)), in the role's words.
-  returned: failure of the validation
-  type: list
-  elements: str
-  sample: ["nvidia_driver_reboot_timeout: must be an integer from 60 to 86400, got 5"]
+extends_documentation_fragment: [llmserve.sglang.role_action]
 content:
   description: The options file as the role writes it, C(ansible_managed) header included.
   returned: success

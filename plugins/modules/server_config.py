@@ -31,17 +31,9 @@ description:
     one). The role publishes it as C(sglang_server_addresses).
   - The result holds the API keys and the HF token, so it is never shown (as with C(no_log)); a failure is, and its
     messages never show a secret's value.
-  - This module is only documentation; the work is done by the action plugin of the same name on the controller.
 author: llmserve developers (@llmserve)
-extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - llmserve.sglang.attributes
-  - llmserve.sglang.attributes.controller_action
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Nothing on the host is read or changed, in check mode or not.
+extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes,
+                                 llmserve.sglang.attributes.controller_action, llmserve.sglang.role_action]
 options:
   speculative_off:
     description:
@@ -50,20 +42,10 @@ options:
         low acceptance length. The rules are checked on the configuration as given.
     type: bool
     default: false
-  variables:
-    description:
-      - Variable name to value, used instead of the host's variable of that name (for a play outside the role, or a
-        test). C(__sglang_server_group_nodes), C(inventory_hostname), C(ansible_host) and C(ansible_facts) may be
-        given too.
-    type: dict
-    default: {}
 seealso:
-  - plugin: llmserve.sglang.sglang_render
-    plugin_type: filter
-  - plugin: llmserve.sglang.sglang_validate
-    plugin_type: filter
-  - plugin: llmserve.sglang.sglang_server_addresses
-    plugin_type: filter
+  - {plugin: llmserve.sglang.sglang_render, plugin_type: filter}
+  - {plugin: llmserve.sglang.sglang_validate, plugin_type: filter}
+  - {plugin: llmserve.sglang.sglang_server_addresses, plugin_type: filter}
 notes:
   - The role registers the result as C(__sglang_server_rendered); C(templates/sglang.service.j2) reads RV(argv) and
     RV(env), C(config.yaml.j2) RV(config), C(sglang.env.j2) RV(env_file); it publishes RV(addresses) as
@@ -89,12 +71,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-problems:
-  description: Every broken rule, each naming its variable (also the failure's C(msg)).
-  returned: failure of the validation
-  type: list
-  elements: str
-  sample: ["sglang_server_restart_sec: must be an integer from 30 to 3600, got 5"]
+extends_documentation_fragment: [llmserve.sglang.role_action]
 argv:
   description: The SGLang command line after C(-m sglang.launch_server), one option followed by its values.
   returned: success

@@ -240,6 +240,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmserve.sglang.plugins.module_utils import weight_swap
 from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import (
     HardenedClient,
+    client_argument_spec,
     build_fetcher,  # looked up at call time: the unit tests replace it with fake servers
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import mask_secrets, redact
@@ -267,10 +268,7 @@ def build_module():
             abort_all_requests=dict(type="bool", default=False),
             timeout=dict(type="float", default=600),
             read_timeout=dict(type="float", default=10),
-            max_body_bytes=dict(type="int", default=1024 * 1024),
-            validate_certs=dict(type="bool", default=True),
-            ca_path=dict(type="path"),
-            use_proxy=dict(type="bool", default=True),
+            **client_argument_spec(max_body_bytes=1024 * 1024)
         ),
         mutually_exclusive=[("api_key", "api_key_file"), ("admin_api_key", "admin_api_key_file")],
         supports_check_mode=True,
