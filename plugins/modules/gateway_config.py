@@ -27,7 +27,7 @@ description:
     the service account, group, unit name and directories (as P(llmserve.sglang.sglang_service_problems#filter)), the
     install and version settings, and the ranges of the numeric variables
     (as P(llmserve.sglang.range_problems#filter))."
-  - Any broken rule fails the task with RV(problems), each naming its variable; no host is contacted.
+  - Any broken rule fails the task with C(problems) (see RETURN), each naming its variable; no host is contacted.
   - Otherwise it returns the rendered gateway (as P(llmserve.sglang.sglang_gateway_render#filter)).
   - The result holds the workers' and the admin API key, so it is never shown (as with C(no_log)); a failure is, and
     its messages never show a secret's value.

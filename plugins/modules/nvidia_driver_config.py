@@ -23,7 +23,7 @@ description:
     reboot has its permission, that C(nvidia_driver_gpu_services) is a list of names, that APT reads
     C(nvidia_driver_hold_file), and the range of C(nvidia_driver_reboot_timeout) (as
     P(llmserve.sglang.range_problems#filter))."
-  - Any broken rule fails the task with RV(problems); the host is not contacted.
+  - Any broken rule fails the task with C(problems) (see RETURN); the host is not contacted.
   - Otherwise it renders the role's C(templates/nvidia-options.conf.j2) once, as M(ansible.builtin.template) renders
     it (the task's variables, C(ansible_managed), trim_blocks), with the options line of
     P(llmserve.sglang.nvidia_modprobe_options#filter).

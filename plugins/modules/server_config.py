@@ -23,7 +23,7 @@ description:
     speculative check settings (as P(llmserve.sglang.sglang_spec_problems#filter)), where the deployment state and
     the compile caches may live, and for a node of a multi-node server (C(sglang_server_node_group)) its whole group
     (as P(llmserve.sglang.sglang_node_group_check#filter), from each node's C(__sglang_server_node_vars))."
-  - Any broken rule fails the task with RV(problems), each naming its variable; the host is not contacted.
+  - Any broken rule fails the task with C(problems) (see RETURN), each naming its variable; the host is not contacted.
   - Otherwise it returns the rendered server (as P(llmserve.sglang.sglang_render#filter), without speculative
     decoding when O(speculative_off)) with this node's place in its multi-node group, and RV(addresses), where the
     server is reached (as P(llmserve.sglang.sglang_server_addresses#filter), from the same variables, the host's
