@@ -35,6 +35,7 @@ author: llmserve developers (@llmserve)
 extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes,
                                  llmserve.sglang.attributes.controller_action, llmserve.sglang.role_action]
 seealso:
+  - module: llmserve.sglang.gateway_worker
   - {plugin: llmserve.sglang.sglang_gateway_validate, plugin_type: filter}
   - {plugin: llmserve.sglang.sglang_gateway_render, plugin_type: filter}
 notes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: monitoring_config
 short_description: Check the sglang_monitoring settings and build the Prometheus scrape targets from the inventory
+author: llmserve developers (@llmserve)
 version_added: 0.2.0
 description:
   - The step of the C(llmserve.sglang.sglang_monitoring) role that turns its variables and the inventory into what
@@ -28,7 +29,6 @@ description:
   - The first step with a broken rule fails the task, its message the list of every problem of that step, each naming
     its variable; nothing on any host is contacted.
   - No API key is read; SGLang 0.5.23 serves C(/metrics) without one even with C(--api-key).
-author: llmserve developers (@llmserve)
 extends_documentation_fragment: [ansible.builtin.action_common_attributes, llmserve.sglang.attributes,
                                  llmserve.sglang.attributes.controller_action, llmserve.sglang.role_action]
 options:

@@ -115,17 +115,17 @@ options:
     default: 1048576
   validate_certs:
     description:
-      - Whether the certificate of an HTTPS server is verified.
+      - Whether an HTTPS server's certificate is checked (against O(ca_path) where given, else the system's CAs).
     type: bool
     default: true
   ca_path:
     description:
-      - PEM file with the CA certificate(s) that verify it.
+      - A PEM bundle of the CA certificates an HTTPS server's certificate is checked against.
     type: path
   use_proxy:
     description:
-      - Whether proxy environment variables are honoured. Loopback and link-local hosts and the addresses of the
-        host the module runs on are always reached directly.
+      - Whether C(http_proxy), C(https_proxy) and C(no_proxy) apply. The server's own host, loopback and link-local
+        addresses never go through a proxy, whatever they say.
     type: bool
     default: true
 notes:
@@ -255,9 +255,9 @@ def build_module():
     return AnsibleModule(
         argument_spec=dict(
             server_url=dict(type="str", required=True),
+            current_model_path=dict(type="path"),
             model_path=dict(type="path", required=True),
             weight_version=dict(type="str", required=True),
-            current_model_path=dict(type="path"),
             api_key=dict(type="str", no_log=True),
             api_key_file=dict(type="path"),
             admin_api_key=dict(type="str", no_log=True),
