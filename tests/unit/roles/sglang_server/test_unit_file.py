@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmserve.sglang.tests.unit.roles.sglang_server import systemd_syntax as sd
+from ansible_collections.llmserve.sglang.plugins.plugin_utils import revision_swap
 from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_plays
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
@@ -42,6 +43,8 @@ PROC_DEVICES_535_PROPRIETARY = [
     (1, "mem"), (10, "misc"), (195, "nvidia-frontend"), (236, "nvidia-nvlink"), (237, "nvidia-nvswitch"),
     (508, "nvidia-uvm"), (509, "nvidia-caps"), (254, "rtc"),
 ]
+
+REVISION_DIR = "/var/lib/llmserve-models/Qwen--Qwen3.5-122B-A10B/"
 
 BASE_VARS = {
     "sglang_server_model_path": "/models/Qwen3.5-122B-A10B",
@@ -99,6 +102,12 @@ CASES = {
     # root chowns the cache root and removes trees below it: never a shared or system tree, never the home
     "cache_root_in_tmp": {"sglang_server_cache_root": "/tmp/kernels"},
     "cache_root_in_home": {"sglang_server_cache_root": "/var/lib/sglang/kernels"},
+    # two revisions of one model as sglang_model lays them out, and the second with one flag more: only the first
+    # pair may become an in-place weight swap (plugin_utils/revision_swap.py)
+    "revision_a": {"sglang_server_model_path": REVISION_DIR + "a" * 40},
+    "revision_b": {"sglang_server_model_path": REVISION_DIR + "b" * 40},
+    "revision_b_chunked": {"sglang_server_model_path": REVISION_DIR + "b" * 40,
+                           "sglang_server_args": {"chunked_prefill_size": 4096}},
 }
 FAILING = {
     "nul_in_env": "sglang_server_env.FOO: contains a control character (NUL at offset 1)",
@@ -342,3 +351,25 @@ def test_other_version_or_arch_gets_disjoint_cache_paths(rendered, other):
         assert not (theirs[name] + "/").startswith(mine[name] + "/")
     expected = {"cache_other_version": "/0.5.22/cpu-unknown/", "cache_xpu": "/0.5.23/xpu-unknown/"}[other]
     assert expected in theirs["SGLANG_CACHE_DIR"]
+
+
+def test_only_the_model_path_differs_between_revisions(rendered):
+    """The role's own templates for two revisions differ, and differ only in the model path; one flag more is seen."""
+    def render(name):
+        case, config = _ok(rendered, name)
+        return dict((template, case[template]) for template in TEMPLATES), config
+
+    old, _ = render("revision_a")
+    new, _ = render("revision_b")
+    chunked, _ = render("revision_b_chunked")
+    path_a, path_b = REVISION_DIR + "a" * 40, REVISION_DIR + "b" * 40
+    assert old != new and path_b in new["sglang.service"]
+    record = revision_swap.serving_record(old, path_a, "a" * 40)
+    plan = {"restart_needed": True}
+    swap = revision_swap.plan_revision_swap("auto", plan, record, record["live"], new, path_b, "b" * 40)
+    assert (swap["action"], swap["reasons"]) == (revision_swap.SWAP, [])
+    restart = revision_swap.plan_revision_swap("auto", plan, record, record["live"], chunked, path_b, "b" * 40)
+    assert restart["action"] == revision_swap.RESTART
+    assert restart["reasons"] == ["more than the model revision changes (%s)" % ", ".join(
+        name for name in TEMPLATES if chunked[name] != new[name])]
+    assert chunked != new
