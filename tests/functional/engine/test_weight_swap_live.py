@@ -17,8 +17,10 @@ is started on revision A with an API key and an admin key (in a ``--config`` fil
    succeeds (the cache flush is not refused);
 5. the cut weight file: the server drops the connection and dies (SGLang's rollback reads the broken path again).
 
-Then a fresh server is started on B: its greedy answer is the one the swapped server gave, and its start-up time
-is printed beside the swap's seconds (``pytest -s``). Two server starts, one at a time: 2-4 minutes on 2 busy cores.
+Then a fresh server is started on B through a link, without ``--served-model-name``: its greedy answer is the one
+the swapped server gave, and its start-up time is printed beside the swap's seconds (``pytest -s``); the link is
+moved to A and A swapped in through the link: the served name (the link's path) stays, the answers are A's.
+Two server starts, one at a time: 2-4 minutes on 2 busy cores.
 Needs ``LLMSERVE_SGLANG_VENV`` (``make engine-assets``); ``LLMSERVE_SGLANG_MODEL`` (optional) saves building A.
 """
 
@@ -93,11 +95,12 @@ def revisions(tmp_path_factory, sglang_venv):
 class Server(object):
     """One real server on loopback, its start-up timed; always stopped by the caller."""
 
-    def __init__(self, model, workdir, name):
+    def __init__(self, model, workdir, name, served_name="tiny"):
         self.port = _free_port()
         self.base_url = "http://127.0.0.1:%d" % self.port
         config = Path(workdir) / ("%s.yaml" % name)
-        config.write_text("api-key: %s\nadmin-api-key: %s\nserved-model-name: tiny\n" % (API, ADMIN))
+        config.write_text("api-key: %s\nadmin-api-key: %s\n%s" % (
+            API, ADMIN, "served-model-name: %s\n" % served_name if served_name else ""))
         config.chmod(0o600)
         self.log_path = Path(workdir) / ("%s.log" % name)
         self.log = open(self.log_path, "wb")  # pylint: disable=consider-using-with
@@ -191,6 +194,15 @@ class _Module(object):
 
     def fail_json(self, **kwargs):
         raise AssertionError(kwargs)
+
+
+def _point(link, target):
+    """Point ``link`` at ``target`` in one rename, as a role moves a link that a running server reads."""
+    tmp = Path(str(link) + ".new")
+    if tmp.is_symlink():
+        tmp.unlink()
+    os.symlink(target, tmp)
+    os.replace(tmp, link)
 
 
 def _swap(server, model_path, version, **kwargs):
@@ -300,10 +312,26 @@ def test_a_revision_swapped_into_the_running_server(revisions, tmp_path):
     finally:
         server.stop()
 
-    fresh = Server(revisions["b"], tmp_path, "fresh")
+    # 6. a fresh server on B through a stable link, without --served-model-name: it serves under the link's path.
+    # The link moved to A and the update sent for the link keep that name, so a swap through a link changes no
+    # name anything routes by, and a later restart loads what the link names, the revision the swap loaded.
+    link = tmp_path / "serving"
+    _point(link, revisions["b"])
+    fresh = Server(str(link), tmp_path, "fresh", served_name=None)
     try:
         timings["cold_start_b_s"] = fresh.start_seconds
         assert fresh.generate()[0] == answer_b  # the swapped server answered exactly like a fresh one on B
+        assert fresh.get("/v1/models")["data"][0]["id"] == str(link)
+        _point(link, revisions["a"])
+        relinked = _swap(fresh, str(link), "a" * 40)
+        assert relinked["outcome"] == ws.SWAPPED, relinked
+        assert relinked["after"] == {"model_path": str(link), "served_model_name": str(link),
+                                     "weight_version": "a" * 40, "load_format": "auto"}
+        assert relinked["served_model_name_changed"] is False
+        assert relinked["served_models"] == [{"id": str(link), "root": str(link)}]
+        assert fresh.generate()[0] == answer_a
+        # asked again for what it serves, the module's check finds it current: nothing would be sent
+        assert ws.serves(relinked["after"], str(link), "a" * 40)
     finally:
         fresh.stop()
     timings["swap_vs_cold_start"] = round(timings["swap_update_s"] / timings["cold_start_b_s"], 5)
