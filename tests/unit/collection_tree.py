@@ -60,3 +60,17 @@ def run_plays(out, plays, inventory=None, timeout=600, **env):
     result = _ansible_playbook(out, plays, inventory_args, timeout=timeout, env=environment)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     return result
+
+
+# Differential tests run a role's old tasks and its new action side by side in one play and compare what each
+# wrote; these two build the tasks that write it, so every such test writes the same way.
+def json_result_task(out, name, entry, expression):
+    """A copy task that writes ``expression`` (a Jinja expression) as JSON to ``out/name/entry.json``."""
+    return {"ansible.builtin.copy": {"content": "{{ %s | to_json }}" % expression, "mode": "0600",
+                                     "dest": os.path.join(out, name, entry + ".json")}}
+
+
+def guarded_block(out, name, entry, tasks):
+    """A block of ``tasks`` whose rescue writes the failure's message to ``out/name/entry_error.json``, so a failing
+    side is compared by its message rather than ending the play."""
+    return {"block": tasks, "rescue": [json_result_task(out, name, entry + "_error", "ansible_failed_result.msg")]}

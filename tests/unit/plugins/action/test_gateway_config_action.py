@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import gateway_role as gr
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path, guarded_block, json_result_task
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
@@ -84,35 +84,25 @@ def _inventory():
     return {"all": {"vars": {"ansible_connection": "local"}, "children": groups}}
 
 
-def _write(out, name, entry, expression):
-    return {"ansible.builtin.copy": {"content": "{{ %s | to_json }}" % expression, "mode": "0600",
-                                     "dest": os.path.join(out, name, entry + ".json")}}
-
-
-def _guarded(out, name, entry, tasks):
-    # the failure's message, or what the tasks rendered
-    return {"block": tasks, "rescue": [_write(out, name, entry + "_error", "ansible_failed_result.msg")]}
-
-
 def _play(name, play_vars, out):
     variables = {"sglang_gateway_admin_api_key": ADMIN_KEY, "sglang_gateway_workers_group": "workers_" + name}
     variables.update(play_vars)
     new = [{"ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_gateway", "tasks_from": "validate",
                                              "public": True}},
-           _write(out, name, "new", "__sglang_gateway_rendered"),
+           json_result_task(out, name, "new", "__sglang_gateway_rendered"),
            # what the role publishes of it
-           _write(out, name, "fact", "{'workers': sglang_gateway_workers, 'url': sglang_gateway_url}")]
+           json_result_task(out, name, "fact", "{'workers': sglang_gateway_workers, 'url': sglang_gateway_url}")]
     if name == "plain":
         new += [{"llmserve.sglang.gateway_config": {"variables": {"sglang_gateway_policy": "round_robin",
                                                                   "sglang_gateway_port": 8443}},
                  "register": "__new_override"},
-                _write(out, name, "new_override", "__new_override")]
+                json_result_task(out, name, "new_override", "__new_override")]
     old = [{"ansible.builtin.include_tasks": JINJA_PATH},
-           _write(out, name, "old", "__old_gateway_rendered"),
-           _write(out, name, "old_fact", "{'workers': __old_workers, 'url': __old_url, 'remarks': __old_remarks}")]
+           json_result_task(out, name, "old", "__old_gateway_rendered"),
+           json_result_task(out, name, "old_fact", "{'workers': __old_workers, 'url': __old_url, 'remarks': __old_remarks}")]
     return {"name": name, "hosts": _gateway(name), "gather_facts": False, "vars": variables,
             "tasks": [{"ansible.builtin.file": {"path": os.path.join(out, name), "state": "directory", "mode": "0700"}},
-                      _guarded(out, name, "new", new), _guarded(out, name, "old", old)]}
+                      guarded_block(out, name, "new", new), guarded_block(out, name, "old", old)]}
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import monitoring_config as mc
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path, guarded_block, json_result_task
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
@@ -79,16 +79,6 @@ CASES = {
 }
 
 
-def _write(out, name, entry, expression):
-    return {"ansible.builtin.copy": {"content": "{{ %s | to_json }}" % expression, "mode": "0600",
-                                     "dest": os.path.join(out, name, entry + ".json")}}
-
-
-def _guarded(out, name, entry, tasks):
-    # the failure's message, or what the tasks gave
-    return {"block": tasks, "rescue": [_write(out, name, entry + "_error", "ansible_failed_result.msg")]}
-
-
 def _run(out, name, inventory, settings):
     case = os.path.join(out, name)
     os.makedirs(case)
@@ -98,15 +88,15 @@ def _run(out, name, inventory, settings):
         json.dump(settings, handle)
     new = [{"ansible.builtin.include_tasks": os.path.join(ROLE, "tasks", "check.yml"),
             "vars": {"__sglang_monitoring_check_settings": True, "__sglang_monitoring_check_targets": True}},
-           _write(out, name, "new", "sglang_monitoring_targets"),
-           _write(out, name, "new_checked", "__sglang_monitoring_checked")]
-    old = [{"ansible.builtin.include_tasks": JINJA_PATH}, _write(out, name, "old", "sglang_monitoring_targets")]
+           json_result_task(out, name, "new", "sglang_monitoring_targets"),
+           json_result_task(out, name, "new_checked", "__sglang_monitoring_checked")]
+    old = [{"ansible.builtin.include_tasks": JINJA_PATH}, json_result_task(out, name, "old", "sglang_monitoring_targets")]
     play = {"hosts": "sglang_monitoring", "gather_facts": False,
             # the role's defaults and vars; the case's settings come as extra vars, above both
             "vars_files": [os.path.join(ROLE, "defaults", "main.yml"), os.path.join(ROLE, "vars", "main.yml")],
-            "tasks": [_guarded(out, name, "new", new),
+            "tasks": [guarded_block(out, name, "new", new),
                       {"ansible.builtin.set_fact": {"sglang_monitoring_targets": None}},
-                      _guarded(out, name, "old", old)]}
+                      guarded_block(out, name, "old", old)]}
     with open(os.path.join(case, "play.yml"), "w", encoding="utf-8") as handle:
         json.dump([play], handle)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR="1",

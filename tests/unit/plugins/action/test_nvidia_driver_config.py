@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import nvidia_driver_config as ndc
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import collections_path, guarded_block, json_result_task
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
@@ -102,33 +102,23 @@ CASES.update((name, dict((key, value) for key, value in variables.items() if val
 ROLE_CASES = ("defaults", "molecule", "params_only", "reboot_ok", "managed_text", "all_broken")
 
 
-def _write(out, name, entry, expression):
-    return {"ansible.builtin.copy": {"content": "{{ %s | to_json }}" % expression, "mode": "0600",
-                                     "dest": os.path.join(out, name, entry + ".json")}}
-
-
-def _guarded(out, name, entry, tasks):
-    # the failure's message, or what the tasks rendered
-    return {"block": tasks, "rescue": [_write(out, name, entry + "_error", "ansible_failed_result.msg")]}
-
-
 def _play(name, overrides, out):
     directory = os.path.join(out, name)
     new = [{"llmserve.sglang.nvidia_driver_config": None, "register": "__new"},
-           _write(out, name, "new", "__new"),
+           json_result_task(out, name, "new", "__new"),
            # as configure.yml writes it
            {"ansible.builtin.copy": {"content": "{{ __new.content }}", "dest": os.path.join(directory, "new.conf"),
                                      "mode": "0600"}}]
     old = [{"ansible.builtin.include_tasks": JINJA_PATH,
             "vars": {"__old_template": OLD_TEMPLATE, "__old_dest": os.path.join(directory, "old.conf")}},
-           _write(out, name, "old", "{'lookup_sha256': __old_lookup_sha256, 'options_line': __old_options_line, "
-                                    "'param_names': __old_param_names}")]
+           json_result_task(out, name, "old", "{'lookup_sha256': __old_lookup_sha256, 'options_line': __old_options_line, "
+                                              "'param_names': __old_param_names}")]
     tasks = [{"ansible.builtin.file": {"path": directory, "state": "directory", "mode": "0700"}},
-             _guarded(out, name, "new", new), _guarded(out, name, "old", old)]
+             guarded_block(out, name, "new", new), guarded_block(out, name, "old", old)]
     if name in ROLE_CASES:
-        tasks.append(_guarded(out, name, "role", [
+        tasks.append(guarded_block(out, name, "role", [
             {"ansible.builtin.include_role": {"name": "llmserve.sglang.nvidia_driver", "tasks_from": "validate"}},
-            _write(out, name, "role", "__nvidia_driver_config")]))
+            json_result_task(out, name, "role", "__nvidia_driver_config")]))
     return {"name": name, "hosts": "localhost", "gather_facts": False, "vars": dict(DEFAULTS, **overrides),
             "tasks": tasks}
 

@@ -20,7 +20,7 @@ import yaml
 from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_base_url
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import addresses
 from ansible_collections.llmserve.sglang.plugins.plugin_utils import server_config as sc
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_plays
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import guarded_block, json_result_task, run_plays
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JINJA_PATH = os.path.join(HERE, "files", "jinja_validate.yml")
@@ -62,34 +62,24 @@ CASES = {
 KEYS = ("argv", "config", "env", "env_file", "p2p", "expected_server_info", "requested_backend")
 
 
-def _write(out, name, entry, expression):
-    return {"ansible.builtin.copy": {"content": "{{ %s | to_json }}" % expression, "mode": "0600",
-                                     "dest": os.path.join(out, name, entry + ".json")}}
-
-
-def _guarded(out, name, entry, tasks):
-    # the failure's message, or what the tasks rendered
-    return {"block": tasks, "rescue": [_write(out, name, entry + "_error", "ansible_failed_result.msg")]}
-
-
 def _play(name, overrides, out):
     new = [{"ansible.builtin.include_role": {"name": "llmserve.sglang.sglang_server", "tasks_from": "validate",
                                              "public": True}},
-           _write(out, name, "new", "__sglang_server_rendered"),
+           json_result_task(out, name, "new", "__sglang_server_rendered"),
            {"llmserve.sglang.server_config": {"speculative_off": True}, "register": "__new_spec_off"},
-           _write(out, name, "new_spec_off", "__new_spec_off"),
+           json_result_task(out, name, "new_spec_off", "__new_spec_off"),
            # what the role publishes of it
-           _write(out, name, "fact", "sglang_server_addresses")]
+           json_result_task(out, name, "fact", "sglang_server_addresses")]
     if name == "wildcard":
         new += [{"llmserve.sglang.server_config": {"variables": {"ansible_host": "10.1.2.3"}},
                  "register": "__new_override"},
-                _write(out, name, "new_override", "__new_override.addresses")]
+                json_result_task(out, name, "new_override", "__new_override.addresses")]
     old = [{"ansible.builtin.include_tasks": JINJA_PATH},
-           _write(out, name, "old", "__old_rendered"),
-           _write(out, name, "old_spec_off", "__old_rendered_spec_off")]
+           json_result_task(out, name, "old", "__old_rendered"),
+           json_result_task(out, name, "old_spec_off", "__old_rendered_spec_off")]
     return {"name": name, "hosts": "localhost", "gather_facts": False, "vars": dict(BASE, **overrides),
             "tasks": [{"ansible.builtin.file": {"path": os.path.join(out, name), "state": "directory", "mode": "0700"}},
-                      _guarded(out, name, "new", new), _guarded(out, name, "old", old)]}
+                      guarded_block(out, name, "new", new), guarded_block(out, name, "old", old)]}
 
 
 @pytest.fixture(scope="module")

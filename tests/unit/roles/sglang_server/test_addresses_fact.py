@@ -21,7 +21,7 @@ import os
 import pytest
 
 from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_base_url
-from ansible_collections.llmserve.sglang.tests.unit.collection_tree import run_plays
+from ansible_collections.llmserve.sglang.tests.unit.collection_tree import guarded_block, json_result_task, run_plays
 
 COMMON = {"ansible_connection": "local", "sglang_server_model_path": "/models/tiny", "sglang_server_install": "none",
           "sglang_server_python": "/usr/bin/python3", "sglang_server_api_key": "k-1"}
@@ -58,11 +58,8 @@ def _inventory():
 
 
 def _write(out, entry, expression):
-    dest = os.path.join(out, "{{ inventory_hostname }}", entry + ".json")
-    return {"block": [{"ansible.builtin.copy": {"content": "{{ %s | to_json }}" % expression, "dest": dest,
-                                                "mode": "0600"}}],
-            "rescue": [{"ansible.builtin.copy": {"content": "{{ ansible_failed_result.msg | to_json }}",
-                                                 "dest": dest.replace(".json", "_error.json"), "mode": "0600"}}]}
+    host = "{{ inventory_hostname }}"
+    return guarded_block(out, host, entry, [json_result_task(out, host, entry, expression)])
 
 
 URLS = "{'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url}"
