@@ -64,8 +64,9 @@ sys.path.insert(0, HERE)
 import smoke_server  # noqa: E402  pylint: disable=wrong-import-position
 
 METHODS = ("restart", "swap")
-PHASES = {"restart": ("stop", "start_to_ready", "smoke"),
-          "swap": ("compare", "read_before", "update", "verify", "smoke")}
+# "other": the rest of the change's wall time (the bench's own steps between phases, e.g. the client's set-up)
+PHASES = {"restart": ("stop", "start_to_ready", "smoke", "other"),
+          "swap": ("compare", "read_before", "update", "verify", "smoke", "other")}
 PROMPT = "Hello world"
 SMOKE_TOKENS = 8
 REVISION_B_SEED = 2
@@ -107,6 +108,7 @@ def finish_sample(sample, problems, wall):
     sample["problems"] = list(problems)
     sample["ok"] = not problems
     sample["wall"] = round(wall, 3)
+    sample["seconds"]["other"] = round(max(0.0, wall - sum(sample["seconds"].values())), 3)
     sample["total"] = sample["wall"] if sample["ok"] else None
     return sample
 
@@ -213,6 +215,7 @@ class Worker(object):
             handle.write("api-key: %s\nadmin-api-key: %s\nserved-model-name: tiny\n" % (self.api_key, self.admin_key))
         self.process = None
         self.log = None
+        self.log_path = None
         self.model = None
         self.starts = 0
         self.shm_before = set(glob.glob(smoke_server.SHM_GLOB))
@@ -221,7 +224,9 @@ class Worker(object):
         """Launch on ``model`` and wait for /health 200: seconds from launch, or RuntimeError."""
         self.starts += 1
         log_path = os.path.join(self.workdir, "server-%02d-%s.log" % (self.starts, os.path.basename(model)))
-        self.log = open(log_path, "wb")  # pylint: disable=consider-using-with
+        # SGLang logs its arguments, both keys among them: the file stays private, and they are masked at the stop
+        self.log_path = log_path
+        self.log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
         started = time.monotonic()
         self.process = smoke_server.launch(self.venv, model, self.port, self.log, ["--config", self.config])
         self.model = model
@@ -260,7 +265,7 @@ class Worker(object):
                 pass
             self.process.wait(timeout=10)
         seconds = round(time.monotonic() - started, 3)
-        self.log.close()
+        self.close_log()
         self.process = None
         smoke_server.remove_leftover_shm(self.shm_before)
         return seconds, problem
@@ -274,8 +279,18 @@ class Worker(object):
                 pass
             self.process.wait(timeout=30)
             self.process = None
-            self.log.close()
+            self.close_log()
         smoke_server.remove_leftover_shm(self.shm_before)
+
+    def close_log(self):
+        """Close the server's log and mask the keys in it (the made-up keys of this run, but keys all the same)."""
+        self.log.close()
+        with open(self.log_path, "rb") as handle:
+            text = handle.read()
+        for key, label in ((self.api_key, b"<api key>"), (self.admin_key, b"<admin key>")):
+            text = text.replace(key.encode(), label)
+        with open(self.log_path, "wb") as handle:
+            handle.write(text)
 
     def generate(self):
         """One greedy /generate with the API key: ``(text, meta_info)``; RuntimeError when it gives no answer."""
@@ -437,6 +452,7 @@ def run(args, workdir):
         log("stopped: %s" % exc)
     finally:
         worker.kill()
+        os.unlink(worker.config)  # the keys: nothing after the run needs them
     return report
 
 

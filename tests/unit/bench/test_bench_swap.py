@@ -22,8 +22,9 @@ def _change(method, ok_answer=True, wall=1.0, **seconds):
 
 
 def test_a_wrong_answer_is_a_fail_without_a_total():
-    right = _change("swap", wall=0.5, update=0.1)
+    right = _change("swap", wall=0.5, update=0.1, smoke=0.3)
     assert right["ok"] and right["problems"] == [] and right["total"] == 0.5
+    assert right["seconds"] == {"update": 0.1, "smoke": 0.3, "other": 0.1}  # the wall time between the phases
     wrong = _change("swap", ok_answer=False, wall=0.4, update=0.1)
     assert not wrong["ok"] and wrong["total"] is None and wrong["wall"] == 0.4
     assert wrong["problems"] == ["answered 'ulu ka', revision B answers 'rim rim'"]
@@ -48,7 +49,7 @@ def test_medians_per_phase_leave_failed_changes_out():
                _change("restart", ok_answer=False, wall=1.0, stop=0.1, start_to_ready=0.8, smoke=0.1)]
     summary = bench_swap.summarise(changes, bench_swap.PHASES["restart"])
     assert summary == {"samples": 3, "failed": 1, "total": 40.0, "totals": [30.0, 40.0, 50.0],
-                       "phases": {"stop": 3.0, "start_to_ready": 35.0, "smoke": 1.0}}
+                       "phases": {"stop": 3.0, "start_to_ready": 35.0, "smoke": 1.0, "other": 0.0}}
     empty = bench_swap.summarise(changes[3:], bench_swap.PHASES["restart"])
     assert empty["samples"] == 0 and empty["total"] is None and empty["phases"] == {}
 
@@ -70,5 +71,5 @@ def test_table_rows():
     restart = bench_swap.summarise([_change("restart", wall=40.0, stop=2.0, start_to_ready=37.0, smoke=1.0)],
                                    bench_swap.PHASES["restart"])
     lines = bench_swap.table([(("restart", "A->B"), restart), (("swap", "A->B"), bench_swap.summarise([], ()))])
-    assert lines[2] == "| restart | A->B | stop 2.000, start_to_ready 37.000, smoke 1.000 | 40.000 s | 1 | 0 |"
+    assert lines[2] == "| restart | A->B | stop 2.000, start_to_ready 37.000, smoke 1.000, other 0.000 | 40.000 s | 1 | 0 |"
     assert lines[3] == "| swap | A->B | - | - | 0 | 0 |"
