@@ -356,9 +356,13 @@ def measure_swap(worker, target, revision, expected_answers, commit, http_client
         problems += ["compare_checkpoints: %s" % p for p in compared["problems"]]
         return finish_sample(sample, problems, time.monotonic() - began)
     module = _Module()
-    with http_client.HardenedClient(module, http_client.build_fetcher(module)) as client:
-        result = weight_swap.swap_weights(client, worker.base_url, target, commit, api_key=worker.api_key,
-                                          admin_key=worker.admin_key, timeout=300.0, read_timeout=30.0)
+    try:
+        with http_client.HardenedClient(module, http_client.build_fetcher(module)) as client:
+            result = weight_swap.swap_weights(client, worker.base_url, target, commit, api_key=worker.api_key,
+                                              admin_key=worker.admin_key, timeout=300.0, read_timeout=30.0)
+    except weight_swap.SwapInputError as exc:
+        problems.append("swap_weights refused its arguments: %s" % exc)
+        return finish_sample(sample, problems, time.monotonic() - began)
     seconds = result["seconds"]
     sample["seconds"]["read_before"] = round(seconds["total"] - seconds["update"] - seconds["verify"], 3)
     sample["seconds"]["update"] = seconds["update"]
@@ -472,7 +476,8 @@ def main(argv=None):
         parser.error("--samples must be at least 1")
     if not os.access(os.path.join(args.venv, "bin", "python"), os.X_OK):
         parser.error("no SGLang venv at %s (make engine-assets)" % args.venv)
-    workdir = args.workdir or tempfile.mkdtemp(prefix="llmserve-bench-swap-")
+    # absolute: the swap sends the revisions' paths to the server
+    workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="llmserve-bench-swap-"))
     os.makedirs(workdir, exist_ok=True)
     started = time.monotonic()
     report = run(args, workdir)
