@@ -216,6 +216,7 @@ class Worker(object):
         self.process = None
         self.log = None
         self.log_path = None
+        self.main_exited = None  # seconds from SIGTERM to the main PID's exit, at the last stop
         self.model = None
         self.starts = 0
         self.shm_before = set(glob.glob(smoke_server.SHM_GLOB))
@@ -253,6 +254,7 @@ class Worker(object):
             self.process.send_signal(signal.SIGTERM)
         try:
             self.process.wait(timeout=timeout)
+            self.main_exited = round(time.monotonic() - started, 3)
             while group_members(pgid):
                 if time.monotonic() - started > timeout:
                     raise subprocess.TimeoutExpired("process group %d" % pgid, timeout)
@@ -326,6 +328,7 @@ def measure_restart(worker, target, revision, expected_answers):
     problems = []
     began = time.monotonic()
     sample["seconds"]["stop"], problem = worker.stop()
+    sample["stop_main_pid_exited"] = worker.main_exited  # the rest of "stop": its child processes ending
     if problem:
         problems.append(problem)
     try:
@@ -455,6 +458,9 @@ def run(args, workdir):
         report["error"] = str(exc)
         log("stopped: %s" % exc)
     finally:
+        # a SIGKILLed server leaves its /dev/shm files (sglang_loads_*, sem.mp-*): stop it as the unit would first
+        if worker.process is not None and worker.process.poll() is None:
+            worker.stop()
         worker.kill()
         os.unlink(worker.config)  # the keys: nothing after the run needs them
     return report
