@@ -33,8 +33,9 @@ graph capture, NCCL set-up; public reports of Qwen3-235B FP8 at about 6.5 minute
 cold). Both ways read the weights; the restart alone pays the process start, graph capture and NCCL, so the ratio on
 a real host is expected to be lower still than here.
 
-The server's API key and admin key are made up for the run and sit in a ``--config`` file (mode 0600), never in
-argv or in the JSON. Target: median swap total <= 0.3 x median restart total (A->B), every change correct.
+The server's API key and admin key are made up for the run and sit in a ``--config`` file (mode 0600, removed at
+the end), never in argv or in the JSON; SGLang logs its arguments, so the server logs are 0600 and the keys in them
+are masked when the server stops. Target: median swap total <= 0.3 x median restart total (A->B), every change correct.
 """
 
 from __future__ import annotations
