@@ -40,6 +40,12 @@
 # time out of rotation, the proportion of the story's host (3-4 minutes cold, about 50 s warm).
 # tools/bench/bench_prewarm.py compares the time out of rotation (target: with <= 0.6 x without) per condition.
 # Results: reports/bench_prewarm.json (scenario log: reports/bench_prewarm.log).
+# Then the revision swap (BENCH_NO_SWAP=1 skips it, about 5-10 minutes on 2 busy cores): tools/bench/bench_swap.py
+# changes one real CPU SGLang server between two revisions of the tiny model (make_tiny_model.py seeds, built into
+# reports/bench_swap/) by restart and by an in-place swap (POST /update_weights_from_disk through module_utils
+# weight_swap), alternating, BENCH_SWAP_SAMPLES (default 3) times each, every answer checked against the revision's
+# own. Target: swap <= 0.3 x restart time out of rotation (medians). It measures the server's mechanism, not the
+# role's rollout (the role does not swap yet). Results: reports/bench_swap.json, server logs under reports/bench_swap/.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -159,5 +165,13 @@ if [ "${BENCH_NO_PREWARM:-0}" != 1 ]; then
     tail -n 40 "$root/reports/bench_prewarm.log" >&2
     status=1
   fi
+fi
+if [ "${BENCH_NO_SWAP:-0}" != 1 ]; then
+  echo "== revision change: restart vs in-place weight swap, real SGLang on CPU"
+  : "${LLMSERVE_SGLANG_VENV:=$LLMSERVE_CACHE/venv-sglang-cpu}" "${LLMSERVE_SGLANG_MODEL:=$LLMSERVE_CACHE/models/tiny-llama}"
+  rm -rf "$root/reports/bench_swap"
+  "$python" "$here/bench_swap.py" --venv "$LLMSERVE_SGLANG_VENV" --model "$LLMSERVE_SGLANG_MODEL" \
+    --samples "${BENCH_SWAP_SAMPLES:-3}" --json "$root/reports/bench_swap.json" --workdir "$root/reports/bench_swap" \
+    || status=1
 fi
 exit "$status"
