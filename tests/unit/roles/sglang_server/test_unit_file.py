@@ -356,12 +356,12 @@ def test_other_version_or_arch_gets_disjoint_cache_paths(rendered, other):
 def test_only_the_model_path_differs_between_revisions(rendered):
     """The role's own templates for two revisions differ, and differ only in the model path; one flag more is seen."""
     def render(name):
-        case, config = _ok(rendered, name)
-        return dict((template, case[template]) for template in TEMPLATES), config
+        case = _ok(rendered, name)[0]
+        return dict((template, case[template]) for template in TEMPLATES)
 
-    old, _ = render("revision_a")
-    new, _ = render("revision_b")
-    chunked, _ = render("revision_b_chunked")
+    old = render("revision_a")
+    new = render("revision_b")
+    chunked = render("revision_b_chunked")
     path_a, path_b = REVISION_DIR + "a" * 40, REVISION_DIR + "b" * 40
     assert old != new and path_b in new["sglang.service"]
     record = revision_swap.serving_record(old, path_a, "a" * 40)
