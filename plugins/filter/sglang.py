@@ -164,6 +164,31 @@ def sglang_deploy_plan(state, managed, candidates, staging_dir, good_dir, extra=
         raise AnsibleFilterError("sglang_deploy_plan: %s" % to_native(exc))
 
 
+def sglang_revision_swap(plan, state, managed, candidates, record, policy, model_dir, weight_version,
+                         served_model_name="", draft_model_path="", multinode=False):
+    """Return the plan with ``weight_swap``: whether this host loads the new revision in place or restarts, and why."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.revision_swap import RevisionSwapError, plan_host_swap
+
+    try:
+        return plan_host_swap(plan, state, managed, candidates, record, policy, model_dir, weight_version,
+                              served_model_name, draft_model_path, multinode)
+    except (RevisionSwapError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError("sglang_revision_swap: %s" % to_native(exc))
+
+
+def sglang_serving_record(candidates, names, model_dir, weight_version):
+    """Return the serving record's JSON text: what the verified server serves, as checksums (no file content)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.revision_swap import (
+        RevisionSwapError,
+        serving_record_text,
+    )
+
+    try:
+        return serving_record_text(candidates, names, model_dir, weight_version)
+    except (RevisionSwapError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError("sglang_serving_record: %s" % to_native(exc))
+
+
 def sglang_rollout_batches(hosts, serial=1, groups=None):
     """Return the batches a play with ``serial`` makes of ``hosts`` (Ansible's own rules); with ``groups`` (host ->
     multi-node server group) ``serial`` counts servers and a group's nodes stay together in one batch."""
@@ -259,6 +284,8 @@ class FilterModule(object):
             "sglang_node_group_check": sglang_node_group_check,
             "sglang_node_group_plan": sglang_node_group_plan,
             "sglang_deploy_plan": sglang_deploy_plan,
+            "sglang_revision_swap": sglang_revision_swap,
+            "sglang_serving_record": sglang_serving_record,
             "sglang_rollout_batches": sglang_rollout_batches,
             "sglang_rollout_lease": sglang_rollout_lease,
             "sglang_rollout_step_problems": sglang_rollout_step_problems,

@@ -491,8 +491,19 @@ def _argv(record):
     return [str(arg) for arg in argv] if isinstance(argv, list) else []
 
 
+def _model_dir(record):
+    if isinstance(record, (str, bytes)):
+        try:
+            record = json.loads(record)
+        except (ValueError, RecursionError):
+            return ""
+    value = record.get("model_dir") if isinstance(record, dict) else None
+    return value if isinstance(value, str) else ""
+
+
 def referenced_revisions(records, model_dir):
-    """The directories under ``model_dir`` that the command line records (dicts or JSON texts) load.
+    """The directories under ``model_dir`` that the command line records (dicts or JSON texts) load: their
+    ``--model-path`` (and the other model flags) and their ``model_dir`` (the revision a model link points at).
 
     A flag may be written ``--model-path X`` or ``--model-path=X``; a path is taken as the revision directory two
     levels below ``model_dir`` (``<dir>/<org>--<name>/<commit>``) even when it names a file or folder inside it.
@@ -501,6 +512,10 @@ def referenced_revisions(records, model_dir):
     found = set()
     for record in records or []:
         argv = _argv(record)
+        # the sglang_server role's unit may load the revision through a link: its record names the directory
+        target = _model_dir(record)
+        if target:
+            argv = argv + ["--model-path", target]
         for index, arg in enumerate(argv):
             value = None
             for flag in MODEL_FLAGS:

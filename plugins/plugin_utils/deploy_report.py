@@ -294,6 +294,9 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
         for key in ("speculative_check", "speculative_disabled"):
             if sglang.get(key):
                 report["sglang"][key] = sglang[key]
+        # the model revision change: loaded into the running server, or restarted and why
+        if sglang.get("weight_swap"):
+            report["sglang"]["weight_swap"] = sglang["weight_swap"]
         # one node of a multi-node server (docs/multinode.md): the run report shows the server once, with its nodes
         if sglang.get("node_group"):
             report["sglang"]["node_group"] = sglang["node_group"]
@@ -328,6 +331,14 @@ def host_stats(report):
     }
     if "plan" in report:
         stats["planned_changes"] = list(report["plan"].get("changes") or [])
+    swap = sg.get("weight_swap")
+    if isinstance(swap, dict):
+        seconds = swap.get("seconds") if isinstance(swap.get("seconds"), dict) else {}
+        stats["weight_swap"] = {"action": _text_or_none(swap.get("action")),
+                                "swapped_in_place": bool(swap.get("swapped_in_place")),
+                                "outcome": _text_or_none(swap.get("outcome")),
+                                "seconds": finite_number(seconds.get("total")),
+                                "to_weight_version": _text_or_none(swap.get("to_weight_version"))}
     if sg.get("error"):
         stats["error"] = str(sg["error"])
     if report.get("rotation"):
@@ -345,6 +356,22 @@ def host_stats(report):
         stats["model"] = {key: model.get(key) for key in ("repo", "revision", "bytes", "downloaded_bytes",
                                                           "bytes_read", "verified", "staged")}
     return inert(stats)
+
+
+def weight_swap_rows(swap):
+    """The report's line about a model revision change: swapped in place (with the update's seconds) or restarted,
+    and why."""
+    if not isinstance(swap, dict):
+        return []
+    seconds = swap.get("seconds") if isinstance(swap.get("seconds"), dict) else {}
+    if swap.get("swapped_in_place"):
+        text = "swapped in place: %s -> %s in %s s, no restart" % (
+            _fmt(swap.get("from_weight_version")), _fmt(swap.get("to_weight_version")), _fmt(seconds.get("total")))
+    elif swap.get("outcome"):
+        text = "in-place swap failed (%s: %s)" % (_fmt(swap.get("outcome")), _fmt(swap.get("msg")))
+    else:
+        text = "restarted: %s" % ("; ".join(str(r) for r in swap.get("reasons") or []) or "-")
+    return [("Model revision change", text)]
 
 
 def _count_or_none(value):
@@ -487,6 +514,7 @@ def host_rows(report):
         ("Time to ready", _fmt(sg.get("time_to_ready")) if sg.get("restarted") else "no restart this run"),
         ("Smoke test", _fmt(sg.get("smoke"))),
     ]
+    rows += weight_swap_rows(sg.get("weight_swap"))
     if sg.get("metrics_url"):
         rows.append(("Metrics", sg["metrics_url"]))
     rows += speculative_rows(sg)

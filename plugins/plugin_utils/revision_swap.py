@@ -23,9 +23,14 @@ Controller only; the decisions are plain data so that the plan play can print th
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 
 POLICIES = ("auto", "never", "required")
 MARKER = "\x00llmserve-model-path\x00"
+VERSION_MARKER = "\x00llmserve-weight-version\x00"
+# only a commit is neutralised on its own: a short version ("a") would also match unrelated text
+COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 RECORD_KEYS = ("model_path", "weight_version", "live", "neutral")
 
 SWAP = "swap"          # load the new revision into the running process
@@ -42,22 +47,36 @@ def _sha256(content):
     return hashlib.sha256(data).hexdigest()
 
 
-def neutral_sums(candidates, model_path):
-    """``{name: sha256}`` of each rendered file with every occurrence of ``model_path`` replaced by one marker.
+def weight_version_for(model_path):
+    """The version a server loading ``model_path`` reports: the commit a model store's revision directory is named
+    after (``<dir>/<org>--<name>/<commit>``), else "" (no swap: there is no revision to name)."""
+    if not isinstance(model_path, str):
+        return ""
+    name = model_path.rstrip("/").rsplit("/", 1)[-1]
+    return name if model_path.startswith("/") and COMMIT.match(name) else ""
 
-    Two renders that differ only in the model path have equal neutral sums. The marker holds NUL bytes, which the role's
-    validation refuses in every value; content that holds it anyway is refused, so no file can match by spelling the
-    marker out."""
+
+def neutral_sums(candidates, model_path, weight_version=""):
+    """``{name: sha256}`` of each rendered file with every occurrence of ``model_path`` replaced by one marker, and of
+    ``weight_version`` by another when it is a commit (40 or 64 hex digits: nothing else in a file spells one).
+
+    Two renders that differ only in the model path and its commit have equal neutral sums. The markers hold NUL bytes,
+    which the role's validation refuses in every value; content that holds one anyway is refused, so no file can match
+    by spelling a marker out."""
     if not isinstance(candidates, dict):
         raise RevisionSwapError("neutral_sums: candidates must be a dict of name to rendered content")
     if not isinstance(model_path, str) or not model_path.strip():
         raise RevisionSwapError("neutral_sums: model_path must be a non-empty string, got %r" % (model_path,))
+    version = weight_version if isinstance(weight_version, str) and COMMIT.match(weight_version) else ""
     sums = {}
     for name, content in candidates.items():
         text = content if isinstance(content, str) else bytes(content).decode("utf-8", "surrogateescape")
-        if MARKER in text:
-            raise RevisionSwapError("neutral_sums: the rendered %s holds the model path marker" % name)
-        sums[name] = _sha256(text.replace(model_path, MARKER))
+        if MARKER in text or VERSION_MARKER in text:
+            raise RevisionSwapError("neutral_sums: the rendered %s holds a marker" % name)
+        text = text.replace(model_path, MARKER)
+        if version:
+            text = text.replace(version, VERSION_MARKER)
+        sums[name] = _sha256(text)
     return sums
 
 
@@ -66,7 +85,7 @@ def serving_record(candidates, model_path, weight_version):
     and the model path and revision the running process serves. No file content, so nothing secret."""
     return {"model_path": model_path, "weight_version": weight_version or "",
             "live": dict((name, _sha256(content)) for name, content in candidates.items()),
-            "neutral": neutral_sums(candidates, model_path)}
+            "neutral": neutral_sums(candidates, model_path, weight_version)}
 
 
 def _record_problem(record):
@@ -92,7 +111,7 @@ def plan_revision_swap(policy, plan, record, live_sums, candidates, model_path, 
 
     Returns ``{action, reasons, problems, from_model_path, from_weight_version, to_model_path, to_weight_version}``: ``action`` is :data:`SWAP`,
     :data:`RESTART` or :data:`NOTHING`; ``reasons`` says why a swap is not possible (empty for a swap and when there
-    is nothing to do); ``problems`` is non-empty only when the policy is ``required`` and a restart is needed.
+    is nothing to do); ``problems`` is non-empty only when the policy is ``required`` and a running server would be restarted.
     """
     if policy not in POLICIES:
         raise RevisionSwapError("sglang_server_weight_swap must be one of %s, got %r" % (", ".join(POLICIES), policy))
@@ -116,11 +135,13 @@ def plan_revision_swap(policy, plan, record, live_sums, candidates, model_path, 
             reasons.append("the live files are not the ones the running server was started with")
         if record["model_path"] == model_path:
             reasons.append("the model revision does not change")
-        new = neutral_sums(candidates, model_path)
+        new = neutral_sums(candidates, model_path, weight_version)
         changed = sorted(name for name in set(record["neutral"]) | set(new)
                          if record["neutral"].get(name) != new.get(name))
         if changed:
             reasons.append("more than the model revision changes (%s)" % ", ".join(changed))
+    if not weight_version:
+        reasons.append("the model path is not a revision directory of the model store (no commit to report)")
     if install_needed:
         reasons.append("SGLang is installed anew")
     if not active:
@@ -138,7 +159,61 @@ def plan_revision_swap(policy, plan, record, live_sums, candidates, model_path, 
         reasons.append("multi-node servers are restarted (the in-place swap covers single-host servers)")
     result["reasons"] = reasons
     result["action"] = RESTART if reasons else SWAP
-    if reasons and policy == "required":
+    # a unit that does not run has nothing to swap into: starting it is no restart the policy forbids
+    if reasons and policy == "required" and active:
         result["problems"] = ["sglang_server_weight_swap is required, but this change needs a restart: %s"
                               % "; ".join(reasons)]
     return result
+
+
+def _file_sum(info):
+    # deploy_plan's rule: a checksum only for a regular file
+    if isinstance(info, dict) and info.get("type") == "file":
+        return info.get("sha256") or "missing"
+    return "missing"
+
+
+def read_record(text):
+    """The serving record as ``deploy_state`` read it (its text; None when there is no file); None when unreadable."""
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def plan_host_swap(plan, state, managed, candidates, record_text, policy, model_dir, weight_version,
+                   served_model_name="", draft_model_path="", multinode=False):
+    """``plan`` (``plan_server``'s result with ``install_needed`` and ``active``) with ``weight_swap`` added: the
+    decision of :func:`plan_revision_swap` for this host from one ``deploy_state`` read (``state``), the managed files
+    (``[{name, path}]``), this run's ``candidates`` by name and the serving record's text. When the decision is a swap,
+    the plan's restart line in ``changes`` says so instead."""
+    if not isinstance(plan, dict) or not isinstance(state, dict) or not isinstance(candidates, dict):
+        raise RevisionSwapError("plan_host_swap: plan, state and candidates must be dicts")
+    paths = state.get("paths") or {}
+    names = [entry["name"] for entry in managed]
+    live = dict((entry["name"], _file_sum(paths.get(entry["path"]))) for entry in managed)
+    files = dict((name, candidates[name]) for name in names)
+    decision = plan_revision_swap(
+        policy, plan, read_record(record_text), live, files, model_dir or "", weight_version or "",
+        served_model_name=served_model_name or "", draft_model_path=draft_model_path or "",
+        install_needed=bool(plan.get("install_needed")), active=bool(plan.get("active")), multinode=bool(multinode))
+    out = dict(plan, weight_swap=decision)
+    if decision["action"] == SWAP:
+        line = "load revision %s into the running server in place of %s (no restart)" % (
+            weight_version, decision["from_weight_version"] or decision["from_model_path"])
+        out["changes"] = [line if str(change).startswith("restart: ") else change for change in plan.get("changes", [])]
+    elif decision["action"] == RESTART and policy != "never" and weight_version:
+        out["changes"] = list(plan.get("changes", [])) + [
+            "restart instead of loading the revision in place: %s" % "; ".join(decision["reasons"])]
+    return out
+
+
+def serving_record_text(candidates, names, model_dir, weight_version):
+    """The record's file content (JSON) for the managed files ``names`` of ``candidates``."""
+    files = dict((name, candidates[name]) for name in names)
+    return json.dumps(serving_record(files, model_dir, weight_version), sort_keys=True, indent=1) + "\n"

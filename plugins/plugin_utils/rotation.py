@@ -10,6 +10,8 @@ The phases, each from the stamps of one clock (never subtracted across clocks):
   the gateway hosts (llmserve.sglang.gateway_worker runs delegated to each gateway and stamps ``removed_at``,
   ``drain_ended_at``, ``added_at``, ``healthy_at``). With gateways on several hosts, their clocks' differences
   count in, and the record says so.
+* ``swap`` (only when the run asked the server to load a new model revision in place): the update call's seconds,
+  measured by the module on the server host.
 * ``stop``: stop requested (the unit left ``active``) -> the old invocation gone (``inactive``); ``start``: the new
   main process forked -> readiness passed; ``down``: stop requested -> ready. Clock: the server host's
   CLOCK_MONOTONIC, systemd's own stamps (the readiness wait's ``unit_state.timestamps``, kept by sglang_server as
@@ -27,13 +29,14 @@ from datetime import datetime, timezone
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import finite_number
 
 # (key, label) in the order the report shows them
-PHASES = (("drain", "drain"), ("stop", "stop"), ("start", "start to ready"), ("rejoin", "rejoin"),
-          ("out_of_rotation", "out of rotation"), ("down", "server down"))
+PHASES = (("drain", "drain"), ("stop", "stop"), ("start", "start to ready"), ("swap", "swapped in place"),
+          ("rejoin", "rejoin"), ("out_of_rotation", "out of rotation"), ("down", "server down"))
 # SGLang 0.5.23's start-up metrics (all gauges) and the label that tells their series apart
 STARTUP_METRICS = (("startup_time_seconds", "sglang:startup_time_seconds", "phase"),
                    ("startup_cuda_graph_time_seconds", "sglang:startup_cuda_graph_time_seconds", "phase"),
                    ("weight_load_duration_seconds", "sglang:weight_load_duration_seconds", "source"))
 HOST_CLOCK = "host (systemd, CLOCK_MONOTONIC)"
+SWAP_CLOCK = "host (the update call, llmserve.sglang.weight_swap)"
 
 
 def loop_results(registered):
@@ -178,6 +181,23 @@ def _host_phases(sglang, problems):
     return stop, start, down
 
 
+def _swap_phase(sglang):
+    """``swap``: the in-place load of a new model revision (llmserve.sglang.weight_swap's seconds), or None when this
+    run asked the server for none."""
+    swap = sglang.get("weight_swap")
+    if not isinstance(swap, dict) or not swap.get("outcome"):
+        return None
+    phase = _phase(SWAP_CLOCK)
+    seconds = swap.get("seconds") if isinstance(swap.get("seconds"), dict) else {}
+    total = finite_number(seconds.get("total"))
+    if swap.get("swapped_in_place") and total is not None and total >= 0:
+        phase.update(seconds=round(total, 3), note="revision %s loaded into the running server" % (
+            swap.get("to_weight_version") or "?"))
+    else:
+        phase["note"] = "the in-place swap did not succeed (%s)" % swap.get("outcome")
+    return phase
+
+
 def startup_metrics(samples):
     """SGLang's start-up metrics by name (:data:`STARTUP_METRICS`): ``{phase or source: seconds}``, the largest over
     the series that share a label value (one per scheduler rank: the slowest rank is the server's time), or ``None``
@@ -208,7 +228,8 @@ def rotation_record(taken_out=None, put_back=None, sglang=None):
     ``metrics_url``).
     """
     sglang = sglang if isinstance(sglang, dict) else {}
-    if not loop_results(taken_out) and not loop_results(put_back) and not sglang.get("restarted"):
+    swap = _swap_phase(sglang)
+    if not loop_results(taken_out) and not loop_results(put_back) and not sglang.get("restarted") and swap is None:
         return None
     problems = []
     drain, rejoin, total = _gateway_phases(taken_out, put_back, problems)
@@ -218,6 +239,8 @@ def rotation_record(taken_out=None, put_back=None, sglang=None):
               "clocks": "drain, rejoin and out of rotation by the gateway host's wall clock (gateway_worker's "
                         "stamps); stop, start to ready and server down by systemd's monotonic stamps on this host. "
                         "No span mixes the two."}
+    if swap is not None:
+        record["swap"] = swap
     prewarm = sglang.get("prewarm")
     if isinstance(prewarm, dict) and prewarm.get("note"):
         # before the drain, so not part of any phase above: what the start did not have to read from storage

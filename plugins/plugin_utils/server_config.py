@@ -25,6 +25,8 @@ import re
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.addresses import HOSTVARS, server_addresses
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.ranges import range_problems
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.revision_swap import POLICIES as SWAP_POLICIES
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.revision_swap import weight_version_for
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.service_host import service_problems
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.sglang_args import (
     SGLangConfigError,
@@ -74,7 +76,8 @@ EMPTY_IS_NONE = frozenset(("served_model_name", "api_key", "hf_token"))
 # role may leave them undefined: server_addresses then takes the role's defaults
 ADDRESS_VARIABLES = ("sglang_server_dist_init_host", "sglang_server_dist_init_port")
 # may be left undefined (None then)
-OPTIONAL_VARIABLES = frozenset(("sglang_server_p2p_ok",) + ADDRESS_VARIABLES)
+OPTIONAL_VARIABLES = frozenset(("sglang_server_p2p_ok", "sglang_server_weight_swap", "__sglang_server_model_link")
+                               + ADDRESS_VARIABLES)
 # one node of a multi-node server (None for a single-host server), from the group plan
 MULTINODE_KEYS = ("nnodes", "node_rank", "dist_init_addr", "node_ifname")
 # the variables the other rules read
@@ -83,6 +86,7 @@ RULE_VARIABLES = (
     "sglang_server_install", "sglang_server_wheelhouse", "sglang_server_pip_no_deps", "sglang_server_pip_requirements",
     "sglang_server_speculative_min_accept_length", "sglang_server_speculative_check_prompts",
     "sglang_server_state_dir", "sglang_server_cache_root", "sglang_server_node_group",
+    "sglang_server_weight_swap", "__sglang_server_model_link",
 )
 # every variable server_config reads (the action plugin resolves these for the host)
 VARIABLES = tuple(name for _key, name in CONFIG_VARIABLES) + tuple(
@@ -101,6 +105,12 @@ MSG_STATE = ("sglang_server_state_dir (%s) must be an absolute, normalised path 
              "above sglang_server_home (%s) nor inside sglang_server_config_dir; sglang_server_home must be an "
              "absolute path other than /. Root restores the unit from the state directory, so the service account "
              "must have no way into it.")
+
+
+MSG_SWAP_POLICY = "sglang_server_weight_swap must be one of %s, got %%r" % ", ".join(SWAP_POLICIES)
+MSG_WEIGHT_VERSION = ("sglang_server_args.%s: the role sets --weight-version to the model revision's commit while "
+                      "sglang_server_weight_swap is not never (it tells the revisions apart across in-place swaps); "
+                      "remove it, or set sglang_server_weight_swap: never")
 
 
 class ServerConfigError(ValueError):
@@ -179,6 +189,42 @@ def config_problems(variables, cfg):
                                   v("sglang_server_state_dir")))
 
 
+def model_link(variables, cfg):
+    """(link, weight_version) the unit loads the model through: a revision directory of the model store is loaded
+    through the link ``__sglang_server_model_link`` (the role moves it; the unit, and so the served name, stay the same
+    across revisions) and reported as its commit; ("", "") for any other model path or with the policy never."""
+    link = variables.get("__sglang_server_model_link") or ""
+    version = weight_version_for(cfg.get("model_path"))
+    if variables.get("sglang_server_weight_swap") in (None, "never") or not link or not version:
+        return "", ""
+    return link, version
+
+
+def swap_problems(variables, cfg):
+    """The swap policy's value, and no --weight-version of the user's where the role sets one."""
+    policy = variables.get("sglang_server_weight_swap")
+    if policy is not None and policy not in SWAP_POLICIES:
+        return [MSG_SWAP_POLICY % (policy,)]
+    if not model_link(variables, cfg)[0] or not isinstance(cfg.get("args"), dict):
+        return []
+    return [MSG_WEIGHT_VERSION % key for key in sorted(cfg["args"], key=str)
+            if str(key).lstrip("-").replace("-", "_") == "weight_version"]
+
+
+def with_model_link(rendered, link, version):
+    """``rendered`` with the unit's --model-path pointed at ``link`` and --weight-version set to ``version``."""
+    argv = list(rendered["argv"])
+    for index, arg in enumerate(argv[:-1]):
+        if arg == "--model-path":
+            argv[index + 1] = link
+            break
+    else:
+        raise ServerConfigError(["the rendered command line has no --model-path to point at %s" % link])
+    # right after the model path: the flags the role sets come before the user's (render_server_argv's order)
+    argv[index + 2:index + 2] = ["--weight-version", version]
+    return dict(rendered, argv=argv)
+
+
 def node_plan(group, nodes, hostname):
     """(problems, multinode, rank0, node) of this host in its multi-node group; a single-host server has no group."""
     if not group:
@@ -212,7 +258,7 @@ def server_config(variables, nodes=None, hostname=None, speculative_off=False):
     group = variables.get("sglang_server_node_group") or ""
     group_problems, multinode, rank0, node = node_plan(group, nodes or {}, hostname)
     cfg = build_config(variables, multinode)
-    problems = group_problems + config_problems(variables, cfg)
+    problems = group_problems + config_problems(variables, cfg) + swap_problems(variables, cfg)
     if problems:
         raise ServerConfigError(problems)
     spec_disabled = bool(speculative_off)
@@ -221,7 +267,12 @@ def server_config(variables, nodes=None, hostname=None, speculative_off=False):
         rendered = render_server_argv(rendered_from)
     except SGLangConfigError as exc:
         raise ServerConfigError([str(exc)])
+    link, version = model_link(variables, cfg)
+    if link:
+        rendered = with_model_link(rendered, link, version)
     out = dict(rendered)
     out["remarks"] = out.pop("warnings", [])
+    # the model directory the link points at (the record's model_dir), and the version the server reports
+    out.update(model_link=link, model_dir=cfg.get("model_path") if link else "", weight_version=version)
     out.update(cfg=rendered_from, speculative_off=spec_disabled, multinode=multinode, group_rank0=rank0, node=node)
     return out

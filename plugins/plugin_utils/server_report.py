@@ -25,6 +25,8 @@ FIELDS = {
     "speculative_requested": "the speculative decoding settings asked for (sglang_server_speculative)",
     "speculative_reported": "the speculative algorithm the server reports",
     "restarted": "whether the server restarted in this run",
+    "weight_swap": "the model revision change: swap in place or restart (action, swapped_in_place, reasons), and the "
+                   "update's outcome, message and seconds (None when the revision did not change)",
     "restart_pending": "whether a changed configuration waits for a restart (restart policy never)",
     "node_group": "the multi-node server this host is a node of",
     "node_rank": "this node's rank in its multi-node server",

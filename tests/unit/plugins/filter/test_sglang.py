@@ -35,7 +35,19 @@ ALL_FILTERS = ["sglang_validate", "sglang_render", "sglang_unit_value", "sglang_
                "sglang_deploy_plan", "sglang_rollout_batches", "sglang_rollout_lease", "sglang_rollout_step_problems",
                "sglang_service_problems",
                "sglang_pip_redact", "sglang_node_firewall", "sglang_server_info_expected", "sglang_cache_layout",
-               "sglang_server_addresses"]
+               "sglang_server_addresses", "sglang_revision_swap", "sglang_serving_record"]
+
+
+def test_revision_swap_filters_report_bad_input_as_filter_errors():
+    filters = FilterModule().filters()
+    with pytest.raises(AnsibleFilterError, match="^sglang_revision_swap: plan_host_swap: plan, state and candidates"):
+        filters["sglang_revision_swap"]([], {}, [], {}, None, "auto", "/m/" + "a" * 40, "a" * 40)
+    with pytest.raises(AnsibleFilterError, match="^sglang_revision_swap: sglang_server_weight_swap must be one of"):
+        filters["sglang_revision_swap"]({"restart_needed": True}, {}, [], {}, None, "often", "/m", "")
+    with pytest.raises(AnsibleFilterError, match="^sglang_serving_record: neutral_sums: model_path must be"):
+        filters["sglang_serving_record"]({"unit": "x"}, ["unit"], "", "")
+    text = filters["sglang_serving_record"]({"unit": "x", "env": "secret"}, ["unit"], "/m/" + "a" * 40, "a" * 40)
+    assert "secret" not in text and '"weight_version": "' + "a" * 40 in text
 
 
 def test_filters_are_registered():

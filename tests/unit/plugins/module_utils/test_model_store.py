@@ -443,6 +443,17 @@ def test_the_revisions_named_by_live_and_last_good_records():
         STORE + "/org--draft/" + "c" * 40, STORE + "/org--name/" + "a" * 40, STORE + "/org--name/" + "b" * 40]
 
 
+def test_a_unit_that_loads_a_link_keeps_the_revision_its_record_names():
+    # the sglang_server role's unit loads /var/lib/sglang/model (a link); the record names the revision behind it
+    live = dict(record("--model-path", "/var/lib/sglang/model", "--weight-version", "d" * 40),
+                model_dir=STORE + "/org--name/" + "d" * 40)
+    good = json.dumps(dict(record("--model-path", "/var/lib/sglang/model"), model_dir=STORE + "/org--name/" + "e" * 40))
+    assert ms.referenced_revisions([live, good], STORE) == [STORE + "/org--name/" + "d" * 40,
+                                                              STORE + "/org--name/" + "e" * 40]
+    # a model_dir that is no text, or outside the store, names nothing
+    assert ms.referenced_revisions([dict(record(), model_dir=7), dict(record(), model_dir="/opt/x/y")], STORE) == []
+
+
 def test_paths_outside_the_store_and_broken_records_name_nothing():
     records = [record("--model-path", "/opt/models/tiny"), record("--model-path", STORE + "/org--name"),
                record("--model-path", STORE + "/../etc/x/y"), "not json", {"argv": "text"}, {}, record("--model-path")]

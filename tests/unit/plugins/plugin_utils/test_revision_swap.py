@@ -15,12 +15,16 @@ import pytest
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.revision_swap import (
     MARKER,
     NOTHING,
+    VERSION_MARKER,
     RESTART,
     SWAP,
     RevisionSwapError,
     neutral_sums,
     plan_revision_swap,
+    plan_host_swap,
     serving_record,
+    serving_record_text,
+    weight_version_for,
 )
 
 OLD = "/var/lib/llmserve-models/Qwen--Qwen3.5-122B-A10B/" + "a" * 40
@@ -56,8 +60,54 @@ def test_neutral_sums_are_equal_when_only_the_model_path_differs():
     assert sums(files(OLD)) != sums(files(NEW))
     assert neutral_sums(files(OLD), OLD)["config"] != neutral_sums(files(NEW, chunk=4096), NEW)["config"]
     # spelling the marker out can not make another file equal: it is refused
-    with pytest.raises(RevisionSwapError, match="the rendered x holds the model path marker"):
+    with pytest.raises(RevisionSwapError, match="the rendered x holds a marker"):
         neutral_sums({"x": MARKER}, OLD)
+    with pytest.raises(RevisionSwapError, match="the rendered y holds a marker"):
+        neutral_sums({"y": "v" + VERSION_MARKER}, OLD)
+
+
+def versioned(model_path, version, flag="1"):
+    # the unit loads a stable link; the revision shows only as the version flag and the record's model directory
+    return {"unit": "ExecStart=/opt/venv/bin/python -m sglang.launch_server --model-path /var/lib/sglang/model "
+                    "--weight-version %s --flag %s\n" % (version, flag),
+            "args": '{"argv": ["--weight-version", "%s"], "model_dir": "%s"}\n' % (version, model_path)}
+
+
+def test_a_commit_is_neutralised_with_the_model_path():
+    assert neutral_sums(versioned(OLD, "a" * 40), OLD, "a" * 40) == neutral_sums(versioned(NEW, "b" * 40), NEW, "b" * 40)
+    # any other change still shows
+    assert neutral_sums(versioned(OLD, "a" * 40), OLD, "a" * 40) != neutral_sums(
+        versioned(NEW, "b" * 40, flag="2"), NEW, "b" * 40)
+    # a 64-digit commit (SHA-256 repositories) too
+    assert neutral_sums(versioned(OLD, "c" * 64), OLD, "c" * 64) == neutral_sums(versioned(NEW, "d" * 64), NEW, "d" * 64)
+
+
+def test_a_version_that_is_no_commit_is_not_neutralised():
+    # "a" -> "b" in a flag value would otherwise look like a revision change
+    old = {"unit": "--weight-version a --flag a"}
+    new = {"unit": "--weight-version b --flag b"}
+    assert neutral_sums(old, "/m/x", "a") != neutral_sums(new, "/m/y", "b")
+
+
+@pytest.mark.parametrize("path, version", [
+    ("/var/lib/llmserve-models/org--name/" + "a" * 40, "a" * 40),
+    ("/var/lib/llmserve-models/org--name/" + "a" * 40 + "/", "a" * 40),
+    ("/var/lib/llmserve-models/org--name/" + "e" * 64, "e" * 64),
+    ("/models/qwen", ""),
+    ("/models/" + "A" * 40, ""),
+    ("Qwen/Qwen3.5-122B-A10B", ""),
+    ("relative/" + "a" * 40, ""),
+    (None, ""),
+])
+def test_weight_version_for(path, version):
+    assert weight_version_for(path) == version
+
+
+def test_a_model_path_without_a_commit_restarts():
+    result = plan_revision_swap("auto", RESTART_PLAN, serving_record(files(OLD), OLD, "a" * 40), sums(files(OLD)),
+                                files(NEW), NEW, "")
+    assert result["action"] == RESTART
+    assert "the model path is not a revision directory of the model store (no commit to report)" in result["reasons"]
 
 
 def test_the_record_holds_checksums_not_content():
@@ -104,6 +154,10 @@ def test_each_obstacle_falls_back_to_a_restart_and_says_why(kwargs, reason):
     assert result["problems"] == []
     required = decide(policy="required", **kwargs)
     assert required["action"] == RESTART
+    if kwargs.get("active") is False:
+        # nothing runs: starting the unit is no restart of a serving model, the policy lets it happen
+        assert required["problems"] == []
+        return
     assert len(required["problems"]) == 1
     assert required["problems"][0].startswith("sglang_server_weight_swap is required, but this change needs a restart: ")
     assert reason in required["problems"][0]
@@ -121,3 +175,31 @@ def test_bad_input():
         neutral_sums(files(OLD), "")
     with pytest.raises(RevisionSwapError, match="must be dicts"):
         plan_revision_swap("auto", RESTART_PLAN, None, [], {}, NEW, "b")
+
+
+def test_plan_host_swap_reads_the_record_and_the_live_files():
+    managed = [{"name": "unit", "path": "/etc/systemd/system/sglang.service"},
+               {"name": "config", "path": "/etc/sglang/sglang.yaml"}]
+    old, new = files(OLD), files(NEW)
+    state = {"paths": {"/etc/systemd/system/sglang.service": {"type": "file", "sha256": sums(old)["unit"]},
+                       "/etc/sglang/sglang.yaml": {"type": "file", "sha256": sums(old)["config"]}}}
+    record = serving_record_text(old, ["unit", "config"], OLD, "a" * 40)
+    plan = dict(RESTART_PLAN, changes=["stage sglang.service", "restart: the staged files change"],
+                install_needed=False, active=True)
+    out = plan_host_swap(plan, state, managed, dict(new, env="ignored"), record, "auto", NEW, "b" * 40)
+    assert out["weight_swap"]["action"] == SWAP
+    assert out["changes"] == ["stage sglang.service", "load revision %s into the running server in place of %s "
+                              "(no restart)" % ("b" * 40, "a" * 40)]
+    # a live file somebody edited since: restart, and the plan says why
+    state["paths"]["/etc/sglang/sglang.yaml"]["sha256"] = "0" * 64
+    out = plan_host_swap(plan, state, managed, new, record, "auto", NEW, "b" * 40)
+    assert out["weight_swap"]["action"] == RESTART
+    assert out["changes"][-1] == ("restart instead of loading the revision in place: the live files are not the "
+                                  "ones the running server was started with")
+    # no record file, or one that is no JSON
+    for text in (None, "", "{not json", "[]"):
+        out = plan_host_swap(plan, state, managed, new, text, "auto", NEW, "b" * 40)
+        assert out["weight_swap"]["reasons"][0] == "no record of what the running server was started with"
+    # nothing to restart: nothing to swap
+    quiet = dict(plan, restart_needed=False, changes=[])
+    assert plan_host_swap(quiet, state, managed, new, record, "auto", NEW, "b" * 40)["weight_swap"]["action"] == NOTHING

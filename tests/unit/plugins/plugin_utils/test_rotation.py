@@ -173,3 +173,37 @@ def test_the_prewarm_before_the_drain_is_kept_beside_the_phases_not_in_them():
     assert skipped["prewarm"]["seconds"] is None and skipped["prewarm"]["note"].startswith("skipped")
     assert "prewarm" not in rotation_record(OUT, IN, SG)
     assert "prewarm_seconds" not in host_stats({"host": "w1", "rotation": rotation_record(OUT, IN, SG)})["rotation"]
+
+
+SWAPPED = {"state": "serving", "ready": True, "restarted": False, "unit_times": None,
+           "weight_swap": {"action": "swap", "swapped_in_place": True, "outcome": "swapped",
+                           "to_weight_version": "b" * 40, "seconds": {"update": 0.21, "verify": 0.02, "total": 0.234}}}
+
+
+def test_an_in_place_swap_through_a_gateway_is_a_phase_of_its_own():
+    record = rotation_record(OUT, IN, SWAPPED)
+    assert record["swap"]["seconds"] == 0.234
+    assert record["swap"]["note"] == "revision %s loaded into the running server" % ("b" * 40)
+    assert record["swap"]["clock"].startswith("host (the update call")
+    # no restart: the host's systemd phases say so, the gateway's phases are still measured
+    assert record["stop"]["seconds"] is None and record["stop"]["note"] == "no restart this run"
+    assert record["out_of_rotation"]["seconds"] == 133.25
+    assert "startup" not in record
+    rows = dict(host_rows({"rotation": record, "sglang": {}, "stages": {}}))
+    assert rows["Rotation: swapped in place"].startswith("0.2 s (revision bbbb")
+    stats = host_stats({"rotation": record, "sglang": {"restarted": False, "weight_swap": SWAPPED["weight_swap"]}})
+    assert stats["rotation"]["swap_seconds"] == 0.234
+    assert stats["weight_swap"] == {"action": "swap", "swapped_in_place": True, "outcome": "swapped",
+                                    "seconds": 0.234, "to_weight_version": "b" * 40}
+
+
+def test_a_swap_alone_makes_a_record_and_a_failed_one_has_no_seconds():
+    record = rotation_record(None, None, SWAPPED)
+    assert record is not None and record["swap"]["seconds"] == 0.234
+    failed = dict(SWAPPED, weight_swap=dict(SWAPPED["weight_swap"], swapped_in_place=False, outcome="incompatible"))
+    record = rotation_record(None, None, failed)
+    assert record["swap"]["seconds"] is None
+    assert record["swap"]["note"] == "the in-place swap did not succeed (incompatible)"
+    # a plan that restarted (no update asked): no swap phase
+    restarted = dict(SG, weight_swap={"action": "restart", "swapped_in_place": False, "outcome": None})
+    assert "swap" not in rotation_record(None, None, restarted)

@@ -108,6 +108,12 @@ CASES = {
     "revision_b": {"sglang_server_model_path": REVISION_DIR + "b" * 40},
     "revision_b_chunked": {"sglang_server_model_path": REVISION_DIR + "b" * 40,
                            "sglang_server_args": {"chunked_prefill_size": 4096}},
+    # no swaps: the unit names the revision directory itself, without a weight version
+    "revision_never": {"sglang_server_model_path": REVISION_DIR + "b" * 40, "sglang_server_weight_swap": "never"},
+    # the role sets the weight version where it swaps; the user's own would fight it
+    "weight_version_of_the_user": {"sglang_server_model_path": REVISION_DIR + "b" * 40,
+                                   "sglang_server_args": {"weight-version": "v2"}},
+    "weight_swap_bad_policy": {"sglang_server_weight_swap": "sometimes"},
 }
 FAILING = {
     "nul_in_env": "sglang_server_env.FOO: contains a control character (NUL at offset 1)",
@@ -127,6 +133,9 @@ FAILING = {
     "cache_env_override": "sglang_server_env.TRITON_CACHE_DIR: is refused: the unit points every compile and JIT cache",
     "cache_root_in_tmp": "sglang_server_cache_root: /tmp/kernels",
     "cache_root_in_home": "sglang_server_cache_root (/var/lib/sglang/kernels) must be an absolute, normalised path",
+    "weight_version_of_the_user": "sglang_server_args.weight-version: the role sets --weight-version to the model "
+                                  "revision's commit while sglang_server_weight_swap is not never",
+    "weight_swap_bad_policy": "sglang_server_weight_swap",
 }
 TEMPLATES = ("sglang.service", "sglang.env", "config.yaml")
 URLS = "{{ {'base': __sglang_server_base_url, 'ready': __sglang_server_ready_url | default('(undefined)')} | to_json }}"
@@ -353,8 +362,17 @@ def test_other_version_or_arch_gets_disjoint_cache_paths(rendered, other):
     assert expected in theirs["SGLANG_CACHE_DIR"]
 
 
+def test_without_swaps_the_unit_names_the_revision_directory(rendered):
+    unit = _ok(rendered, "revision_never")[0]["sglang.service"]
+    assert "--model-path " + REVISION_DIR + "b" * 40 in unit
+    assert "--weight-version" not in unit and "/var/lib/sglang/model" not in unit
+    # a model directory that is no revision of the store is named as it is, with swaps allowed too
+    plain = _ok(rendered, "plain")[0]["sglang.service"]
+    assert "--model-path /models/Qwen3.5-122B-A10B" in plain and "--weight-version" not in plain
+
+
 def test_only_the_model_path_differs_between_revisions(rendered):
-    """The role's own templates for two revisions differ, and differ only in the model path; one flag more is seen."""
+    """The role's own templates for two revisions differ, and differ only in the model revision; one flag more is seen."""
     def render(name):
         case = _ok(rendered, name)[0]
         return dict((template, case[template]) for template in TEMPLATES)
@@ -363,7 +381,9 @@ def test_only_the_model_path_differs_between_revisions(rendered):
     new = render("revision_b")
     chunked = render("revision_b_chunked")
     path_a, path_b = REVISION_DIR + "a" * 40, REVISION_DIR + "b" * 40
-    assert old != new and path_b in new["sglang.service"]
+    # the unit loads the model link, with the revision's commit as the weight version; the path itself is in no file
+    assert old != new and "--model-path /var/lib/sglang/model --weight-version " + "b" * 40 in new["sglang.service"]
+    assert not any(path_b in text for text in new.values())
     record = revision_swap.serving_record(old, path_a, "a" * 40)
     plan = {"restart_needed": True}
     swap = revision_swap.plan_revision_swap("auto", plan, record, record["live"], new, path_b, "b" * 40)
