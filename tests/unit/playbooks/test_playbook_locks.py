@@ -476,8 +476,12 @@ def test_the_role_renews_the_lock_right_before_the_swap_and_the_restart():
     # '| string' first: an AWX job id arrives as an int, and '| length' of an int fails
     assert renew["when"] == "sglang_server_lock_owner | string | length > 0"
     assert not any(LOCK in t for t in flatten(block.get("rescue", [])))
-    swap, restart = block["block"][:2]
+    # the first live changes of the block: the in-place load of a new model revision, the files, the model link, the
+    # restart; nothing else comes between the renewal and them
+    weights, swap, link, restart = block["block"][:4]
+    assert weights["ansible.builtin.include_tasks"] == "swap_weights.yml"
     assert "llmserve.sglang.deploy_state" in swap and swap["name"] == "Swap the staged files in"
+    assert link["ansible.builtin.file"]["state"] == "link"
     assert restart["ansible.builtin.include_tasks"] == "group_restart.yml"
     defaults = load("roles", "sglang_server", "defaults", "main.yml")
     assert defaults["sglang_server_lock_owner"] == "", "the role on its own (no playbook lock) renews nothing"

@@ -448,8 +448,8 @@ def test_a_unit_that_loads_a_link_keeps_the_revision_its_record_names():
     live = dict(record("--model-path", "/var/lib/sglang/model", "--weight-version", "d" * 40),
                 model_dir=STORE + "/org--name/" + "d" * 40)
     good = json.dumps(dict(record("--model-path", "/var/lib/sglang/model"), model_dir=STORE + "/org--name/" + "e" * 40))
-    assert ms.referenced_revisions([live, good], STORE) == [STORE + "/org--name/" + "d" * 40,
-                                                              STORE + "/org--name/" + "e" * 40]
+    assert ms.referenced_revisions([live, good], STORE) == [
+        STORE + "/org--name/" + "d" * 40, STORE + "/org--name/" + "e" * 40]
     # a model_dir that is no text, or outside the store, names nothing
     assert ms.referenced_revisions([dict(record(), model_dir=7), dict(record(), model_dir="/opt/x/y")], STORE) == []
 
