@@ -189,6 +189,10 @@ def test_server_config_matches_the_baseline(old_server_config):
         variables = generate_variables(rng, base)
         new = _outcome(server_config.server_config, variables, {}, "gpu-1")
         old = _outcome(old_server_config.server_config, variables, {}, "gpu-1")
+        if isinstance(new, dict):
+            # the model link (issue 48) came after the baseline: for these model paths (no store revision) it is off
+            added = dict((key, new.pop(key)) for key in ("model_link", "model_dir", "weight_version"))
+            assert added == {"model_link": "", "model_dir": "", "weight_version": ""}, added
         assert new == old, "case %d differs: %r" % (number, variables)
         if isinstance(new, dict):
             valid += 1

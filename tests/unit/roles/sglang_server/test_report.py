@@ -146,6 +146,10 @@ FACTS = {
                                      "bytes": 4096, "mem_available": 1 << 34, "note": "read 4.0 KiB in 1.5 s"},
     "__sglang_server_prewarm_summary": _role_vars(os.path.join("roles", "sglang_server", "vars"))[
         "__sglang_server_prewarm_summary"],
+    # a restart, not an in-place swap: the plan's revision decision was none
+    "__sglang_server_swap_kept_old": False,
+    "__sglang_server_weight_swap_report": _role_vars(os.path.join("roles", "sglang_server", "vars"))[
+        "__sglang_server_weight_swap_report"],
 }
 
 
@@ -186,6 +190,7 @@ def test_the_five_places_give_one_shape_with_their_own_values(tmp_path):
     assert failed["error"] == "Wait for readiness: timed out" and failed["journal"] == ["sglang: out of memory"]
     assert failed["restarted"] is True and failed["smoke"] is None
     assert deployed["state"] == "serving" and deployed["version"] == "0.5.23"
+    assert deployed["weight_swap"] is None and failed["weight_swap"] is None
     assert deployed["speculative_reported"] == "EAGLE" and deployed["time_to_ready"] == 12.5
     assert deployed["smoke"] == "passed" and deployed["smoke_text"] == "Paris"
     # the restart's systemd moments and SGLang's start-up metrics, for the rotation record

@@ -364,11 +364,11 @@ def test_other_version_or_arch_gets_disjoint_cache_paths(rendered, other):
 
 def test_without_swaps_the_unit_names_the_revision_directory(rendered):
     unit = _ok(rendered, "revision_never")[0]["sglang.service"]
-    assert "--model-path " + REVISION_DIR + "b" * 40 in unit
+    assert '"--model-path" "%s"' % (REVISION_DIR + "b" * 40) in unit
     assert "--weight-version" not in unit and "/var/lib/sglang/model" not in unit
     # a model directory that is no revision of the store is named as it is, with swaps allowed too
     plain = _ok(rendered, "plain")[0]["sglang.service"]
-    assert "--model-path /models/Qwen3.5-122B-A10B" in plain and "--weight-version" not in plain
+    assert '"--model-path" "/models/Qwen3.5-122B-A10B"' in plain and "--weight-version" not in plain
 
 
 def test_only_the_model_path_differs_between_revisions(rendered):
@@ -381,9 +381,12 @@ def test_only_the_model_path_differs_between_revisions(rendered):
     new = render("revision_b")
     chunked = render("revision_b_chunked")
     path_a, path_b = REVISION_DIR + "a" * 40, REVISION_DIR + "b" * 40
-    # the unit loads the model link, with the revision's commit as the weight version; the path itself is in no file
-    assert old != new and "--model-path /var/lib/sglang/model --weight-version " + "b" * 40 in new["sglang.service"]
-    assert not any(path_b in text for text in new.values())
+    # the unit loads the model link, with the revision's commit as the weight version; the revision directory itself
+    # is only named in the unit's description
+    unit = new["sglang.service"]
+    assert old != new and '"--model-path" "/var/lib/sglang/model" \\\n    "--weight-version" "%s"' % ("b" * 40) in unit
+    assert [line.split("=")[0] for line in unit.splitlines() if path_b in line] == ["Description"]
+    assert not any(path_b in new[name] for name in TEMPLATES if name != "sglang.service")
     record = revision_swap.serving_record(old, path_a, "a" * 40)
     plan = {"restart_needed": True}
     swap = revision_swap.plan_revision_swap("auto", plan, record, record["live"], new, path_b, "b" * 40)
