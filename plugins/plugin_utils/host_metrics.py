@@ -10,7 +10,7 @@ Two parts, each written to its own file by llmserve.sglang.metrics_textfile (``r
   the names of the next-boot checks that found something). Every run with a preflight writes it,
   scheduled audits (preflight.yml) too, so it follows the hardware between deployments.
 * ``run`` (``llmserve_run.prom``): what a deployment run left: the SGLang version and model revision, the measured
-  speculative acceptance length, and the run's outcome and end time. Only runs that deploy write it, so an audit
+  speculative acceptance length, the seconds of an in-place model revision swap, and the run's outcome and end time. Only runs that deploy write it, so an audit
   never turns a failed deployment into a success.
 
 One file per part, not one shared file: node exporter reads every ``*.prom`` of its directory, so each writer
@@ -43,6 +43,9 @@ HELP = {
     "llmserve_sglang_info": "The SGLang version and the model (repository and revision) the last deployment run "
                             "left on this host; always 1.",
     "llmserve_mtp_accept_length": "Mean speculative (MTP) acceptance length the last deployment run measured.",
+    "llmserve_revision_swap_seconds": "Seconds the last deployment run took to load a new model revision into the "
+                                      "running SGLang server in place (the update call); absent when it loaded "
+                                      "none in place.",
     "llmserve_last_run_success": "1 when the last llmserve.sglang deployment run on this host succeeded, 0 when it "
                                  "failed.",
     "llmserve_last_run_timestamp_seconds": "Unix time at which the last llmserve.sglang deployment run on this host "
@@ -51,7 +54,8 @@ HELP = {
 PARTS = {
     "gpu": ("llmserve_gpu_xid_events", "llmserve_iommu_dma_faults", "llmserve_p2p_pair_ok", "llmserve_preflight_ok",
             "llmserve_next_boot_ok", "llmserve_next_boot_finding"),
-    "run": ("llmserve_sglang_info", "llmserve_mtp_accept_length", "llmserve_last_run_success",
+    "run": ("llmserve_sglang_info", "llmserve_mtp_accept_length", "llmserve_revision_swap_seconds",
+            "llmserve_last_run_success",
             "llmserve_last_run_timestamp_seconds"),
 }
 FILES = {"gpu": "llmserve_gpu.prom", "run": "llmserve_run.prom"}
@@ -118,6 +122,10 @@ def run_metrics(report, success, ended):
     accept = finite_number((sg.get("speculative_check") or {}).get("accept_length"))
     if accept is not None:
         samples.append(_sample("llmserve_mtp_accept_length", accept))
+    swap = sg.get("weight_swap") if isinstance(sg.get("weight_swap"), dict) else {}
+    seconds = finite_number((swap.get("seconds") if isinstance(swap.get("seconds"), dict) else {}).get("total"))
+    if swap.get("swapped_in_place") and seconds is not None and seconds >= 0:
+        samples.append(_sample("llmserve_revision_swap_seconds", seconds))
     return samples
 
 

@@ -89,7 +89,10 @@ def test_no_preflight_no_gpu_metrics():
 
 SGLANG = {"version": "0.5.23", "ready": True, "metrics_url": "http://user:secret@gpu1:30000/metrics",
           "error": "token hf_secret refused",
-          "speculative_check": {"verdict": "pass", "accept_length": 2.734375}}
+          "speculative_check": {"verdict": "pass", "accept_length": 2.734375},
+          # the run loaded the revision into the running server (sglang_server_report.weight_swap)
+          "weight_swap": {"action": "swap", "swapped_in_place": True, "outcome": "swapped",
+                          "msg": "loaded http://user:secret@gpu1:30000", "seconds": {"update": 41.0, "total": 41.5}}}
 MODEL = {"repo": "Qwen/Qwen3.5-122B-A10B", "revision": "0123456789abcdef0123456789abcdef01234567", "changed": False}
 
 
@@ -102,12 +105,22 @@ def test_run_part_version_model_accept_length_and_outcome():
         (("model", "Qwen/Qwen3.5-122B-A10B"), ("revision", "0123456789abcdef0123456789abcdef01234567"),
          ("version", "0.5.23")), 1)]
     assert _samples(samples, "llmserve_mtp_accept_length") == [((), 2.734375)]
+    assert _samples(samples, "llmserve_revision_swap_seconds") == [((), 41.5)]
     assert {s["name"] for s in samples} == set(host_metrics.PARTS["run"])
     text = render(samples, prefix="llmserve_")
     assert "secret" not in text and "http" not in text  # no URL, no error text
     failed = sglang_host_metrics(sglang_host_report("gpu1"), "run", success=False, ended=5)
     assert [(s["name"], s["value"]) for s in failed] == [("llmserve_last_run_success", 0),
                                                          ("llmserve_last_run_timestamp_seconds", 5)]
+
+
+def test_no_swap_seconds_without_an_in_place_swap():
+    for swap in (None, {"action": "restart", "swapped_in_place": False, "outcome": None},
+                 {"action": "swap", "swapped_in_place": False, "outcome": "incompatible", "seconds": {"total": 0.1}},
+                 {"action": "swap", "swapped_in_place": True, "outcome": "swapped", "seconds": {"total": "nan"}}):
+        report = sglang_host_report("gpu1", None, None, dict(SGLANG, weight_swap=swap), model=MODEL)
+        names = [s["name"] for s in sglang_host_metrics(report, "run", success=True, ended=1)]
+        assert "llmserve_revision_swap_seconds" not in names, swap
 
 
 def test_a_version_that_is_no_version_is_left_empty():
