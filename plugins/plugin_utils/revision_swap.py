@@ -109,7 +109,8 @@ def plan_revision_swap(policy, plan, record, live_sums, candidates, model_path, 
     ``candidates``: the rendered files of this run. ``model_path``/``weight_version``: what this run serves.
     ``active``: whether the unit is active now.
 
-    Returns ``{action, reasons, problems, from_model_path, from_weight_version, to_model_path, to_weight_version}``: ``action`` is :data:`SWAP`,
+    Returns ``{action, reasons, problems, from_model_path, from_weight_version, to_model_path, to_weight_version,
+    revision_changes}``: ``action`` is :data:`SWAP`,
     :data:`RESTART` or :data:`NOTHING`; ``reasons`` says why a swap is not possible (empty for a swap and when there
     is nothing to do); ``problems`` is non-empty only when the policy is ``required`` and a running server would be restarted.
     """
@@ -118,7 +119,7 @@ def plan_revision_swap(policy, plan, record, live_sums, candidates, model_path, 
     if not isinstance(plan, dict) or not isinstance(live_sums, dict) or not isinstance(candidates, dict):
         raise RevisionSwapError("plan_revision_swap: plan, live_sums and candidates must be dicts")
     result = {"action": NOTHING, "reasons": [], "problems": [], "from_model_path": None, "from_weight_version": None,
-              "to_model_path": model_path, "to_weight_version": weight_version}
+              "to_model_path": model_path, "to_weight_version": weight_version, "revision_changes": False}
     if not plan.get("restart_needed"):
         return result
     if policy == "never":
@@ -131,6 +132,8 @@ def plan_revision_swap(policy, plan, record, live_sums, candidates, model_path, 
     else:
         result["from_model_path"] = record["model_path"]
         result["from_weight_version"] = record["weight_version"]
+        # what the reports speak of: a restart is a "model revision change" only when the revision does change
+        result["revision_changes"] = bool(model_path) and record["model_path"] != model_path
         if dict(record["live"]) != dict(live_sums):
             reasons.append("the live files are not the ones the running server was started with")
         if record["model_path"] == model_path:

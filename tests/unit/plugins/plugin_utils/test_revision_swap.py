@@ -187,13 +187,13 @@ def test_plan_host_swap_reads_the_record_and_the_live_files():
     plan = dict(RESTART_PLAN, changes=["stage sglang.service", "restart: the staged files change"],
                 install_needed=False, active=True)
     out = plan_host_swap(plan, state, managed, dict(new, env="ignored"), record, "auto", NEW, "b" * 40)
-    assert out["weight_swap"]["action"] == SWAP
+    assert out["weight_swap"]["action"] == SWAP and out["weight_swap"]["revision_changes"] is True
     assert out["changes"] == ["stage sglang.service", "load revision %s into the running server in place of %s "
                               "(no restart)" % ("b" * 40, "a" * 40)]
     # a live file somebody edited since: restart, and the plan says why
     state["paths"]["/etc/sglang/sglang.yaml"]["sha256"] = "0" * 64
     out = plan_host_swap(plan, state, managed, new, record, "auto", NEW, "b" * 40)
-    assert out["weight_swap"]["action"] == RESTART
+    assert out["weight_swap"]["action"] == RESTART and out["weight_swap"]["revision_changes"] is True
     assert out["changes"][-1] == ("restart instead of loading the revision in place: the live files are not the "
                                   "ones the running server was started with")
     # no record file, or one that is no JSON
@@ -201,5 +201,8 @@ def test_plan_host_swap_reads_the_record_and_the_live_files():
         out = plan_host_swap(plan, state, managed, new, text, "auto", NEW, "b" * 40)
         assert out["weight_swap"]["reasons"][0] == "no record of what the running server was started with"
     # nothing to restart: nothing to swap
+    # a restart of the same revision (another flag): no revision change to report
+    same = plan_host_swap(plan, state, managed, old, record, "auto", OLD, "a" * 40)["weight_swap"]
+    assert same["action"] == RESTART and same["revision_changes"] is False
     quiet = dict(plan, restart_needed=False, changes=[])
     assert plan_host_swap(quiet, state, managed, new, record, "auto", NEW, "b" * 40)["weight_swap"]["action"] == NOTHING
