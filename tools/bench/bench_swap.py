@@ -172,31 +172,24 @@ def make_model(venv, outdir, seed=None):
         raise RuntimeError("make_tiny_model.py %s failed: %s" % (outdir, proc.stderr[-2000:]))
 
 
-def group_members(pgid):
-    """PIDs of live (not zombie) processes in process group ``pgid``."""
-    found = []
+def _processes():
+    """(pid, fields after the command name) of every process /proc lists now."""
     for stat in glob.glob("/proc/[0-9]*/stat"):
         try:
             with open(stat) as handle:
                 fields = handle.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if fields[2] == str(pgid) and fields[0] != "Z":
-            found.append(int(stat.split("/")[2]))
-    return sorted(found)
+        yield int(stat.split("/")[2]), fields
+
+
+def group_members(pgid):
+    """PIDs of live (not zombie) processes in process group ``pgid``."""
+    return sorted(pid for pid, fields in _processes() if fields[2] == str(pgid) and fields[0] != "Z")
 
 
 def children_of(pid):
-    found = []
-    for stat in glob.glob("/proc/[0-9]*/stat"):
-        try:
-            with open(stat) as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[1] == str(pid):
-            found.append(int(stat.split("/")[2]))
-    return sorted(found)
+    return sorted(child for child, fields in _processes() if fields[1] == str(pid))
 
 
 class Worker(object):
@@ -323,6 +316,14 @@ class _Module(object):
         raise RuntimeError(kwargs.get("msg"))
 
 
+def _smoke(worker, sample):
+    """(text, meta) of one generation, its seconds in the sample's ``smoke``; RuntimeError when it fails."""
+    started = time.monotonic()
+    text, meta = worker.generate()
+    sample["seconds"]["smoke"] = round(time.monotonic() - started, 3)
+    return text, meta
+
+
 def measure_restart(worker, target, revision, expected_answers):
     """One change by restart onto ``target``; the sample dict (see finish_sample)."""
     sample = {"method": "restart", "revision": revision, "seconds": {}, "pid_before": worker.process.pid}
@@ -334,9 +335,7 @@ def measure_restart(worker, target, revision, expected_answers):
         problems.append(problem)
     try:
         sample["seconds"]["start_to_ready"] = worker.start(target)
-        started = time.monotonic()
-        text, meta = worker.generate()
-        sample["seconds"]["smoke"] = round(time.monotonic() - started, 3)
+        text, meta = _smoke(worker, sample)
     except RuntimeError as exc:
         problems.append(str(exc))
         return finish_sample(sample, problems, time.monotonic() - began)
@@ -377,9 +376,7 @@ def measure_swap(worker, target, revision, expected_answers, commit, http_client
         return finish_sample(sample, problems, time.monotonic() - began)
     worker.model = target
     try:
-        started = time.monotonic()
-        text, meta = worker.generate()
-        sample["seconds"]["smoke"] = round(time.monotonic() - started, 3)
+        text, meta = _smoke(worker, sample)
     except RuntimeError as exc:
         problems.append(str(exc))
         return finish_sample(sample, problems, time.monotonic() - began)
