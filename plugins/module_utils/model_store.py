@@ -481,24 +481,19 @@ def revisions_to_remove(existing, keep, referenced):
 
 # --- sglang_server's command line records ----------------------------------------------------
 
+def _record(record):
+    """A command line record as a dict (parsed once from its JSON text); {} when it is none."""
+    if isinstance(record, (str, bytes)):
+        try:
+            record = json.loads(record)
+        except (ValueError, RecursionError):
+            return {}
+    return record if isinstance(record, dict) else {}
+
+
 def _argv(record):
-    if isinstance(record, (str, bytes)):
-        try:
-            record = json.loads(record)
-        except (ValueError, RecursionError):
-            return []
-    argv = record.get("argv") if isinstance(record, dict) else None
+    argv = record.get("argv")
     return [str(arg) for arg in argv] if isinstance(argv, list) else []
-
-
-def _model_dir(record):
-    if isinstance(record, (str, bytes)):
-        try:
-            record = json.loads(record)
-        except (ValueError, RecursionError):
-            return ""
-    value = record.get("model_dir") if isinstance(record, dict) else None
-    return value if isinstance(value, str) else ""
 
 
 def referenced_revisions(records, model_dir):
@@ -511,10 +506,11 @@ def referenced_revisions(records, model_dir):
     root = model_dir.rstrip("/") + "/"
     found = set()
     for record in records or []:
+        record = _record(record)
         argv = _argv(record)
         # the sglang_server role's unit may load the revision through a link: its record names the directory
-        target = _model_dir(record)
-        if target:
+        target = record.get("model_dir")
+        if isinstance(target, str) and target:
             argv = argv + ["--model-path", target]
         for index, arg in enumerate(argv):
             value = None

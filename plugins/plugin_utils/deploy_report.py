@@ -28,6 +28,7 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.rotation import (
     loop_results as _loop_results,
     rotation_rows,
     rotation_stats,
+    swap_total,
 )
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.values import finite_number
 
@@ -333,11 +334,10 @@ def host_stats(report):
         stats["planned_changes"] = list(report["plan"].get("changes") or [])
     swap = sg.get("weight_swap")
     if isinstance(swap, dict):
-        seconds = swap.get("seconds") if isinstance(swap.get("seconds"), dict) else {}
         stats["weight_swap"] = {"action": _text_or_none(swap.get("action")),
                                 "swapped_in_place": bool(swap.get("swapped_in_place")),
                                 "outcome": _text_or_none(swap.get("outcome")),
-                                "seconds": finite_number(seconds.get("total")),
+                                "seconds": swap_total(swap),
                                 "to_weight_version": _text_or_none(swap.get("to_weight_version"))}
     if sg.get("error"):
         stats["error"] = str(sg["error"])

@@ -10,8 +10,8 @@ Two parts, each written to its own file by llmserve.sglang.metrics_textfile (``r
   the names of the next-boot checks that found something). Every run with a preflight writes it,
   scheduled audits (preflight.yml) too, so it follows the hardware between deployments.
 * ``run`` (``llmserve_run.prom``): what a deployment run left: the SGLang version and model revision, the measured
-  speculative acceptance length, the seconds of an in-place model revision swap, and the run's outcome and end time. Only runs that deploy write it, so an audit
-  never turns a failed deployment into a success.
+  speculative acceptance length, the seconds of an in-place model revision swap, and the run's outcome and end time.
+  Only runs that deploy write it, so an audit never turns a failed deployment into a success.
 
 One file per part, not one shared file: node exporter reads every ``*.prom`` of its directory, so each writer
 replaces only its own file, atomically, without reading (and possibly keeping a broken copy of) another's metrics.
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_report import NOT_RUN, finite_number, version_text
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rotation import swap_total
 
 HELP = {
     "llmserve_gpu_xid_events": "NVIDIA Xid events of this boot's kernel log per GPU (PCI address), Xid code "
@@ -123,7 +124,7 @@ def run_metrics(report, success, ended):
     if accept is not None:
         samples.append(_sample("llmserve_mtp_accept_length", accept))
     swap = sg.get("weight_swap") if isinstance(sg.get("weight_swap"), dict) else {}
-    seconds = finite_number((swap.get("seconds") if isinstance(swap.get("seconds"), dict) else {}).get("total"))
+    seconds = swap_total(swap)
     if swap.get("swapped_in_place") and seconds is not None and seconds >= 0:
         samples.append(_sample("llmserve_revision_swap_seconds", seconds))
     return samples

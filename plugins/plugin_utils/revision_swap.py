@@ -26,6 +26,8 @@ import hashlib
 import json
 import re
 
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.deploy_plan import _sum as file_sum
+
 POLICIES = ("auto", "never", "required")
 MARKER = "\x00llmserve-model-path\x00"
 VERSION_MARKER = "\x00llmserve-weight-version\x00"
@@ -169,13 +171,6 @@ def plan_revision_swap(policy, plan, record, live_sums, candidates, model_path, 
     return result
 
 
-def _file_sum(info):
-    # deploy_plan's rule: a checksum only for a regular file
-    if isinstance(info, dict) and info.get("type") == "file":
-        return info.get("sha256") or "missing"
-    return "missing"
-
-
 def read_record(text):
     """The serving record as ``deploy_state`` read it (its text; None when there is no file); None when unreadable."""
     if isinstance(text, dict):
@@ -199,7 +194,8 @@ def plan_host_swap(plan, state, managed, candidates, record_text, policy, model_
         raise RevisionSwapError("plan_host_swap: plan, state and candidates must be dicts")
     paths = state.get("paths") or {}
     names = [entry["name"] for entry in managed]
-    live = dict((entry["name"], _file_sum(paths.get(entry["path"]))) for entry in managed)
+    # deploy_plan's rule, so both read the live files alike: a checksum only for a regular file
+    live = dict((entry["name"], file_sum(paths.get(entry["path"]))) for entry in managed)
     files = dict((name, candidates[name]) for name in names)
     decision = plan_revision_swap(
         policy, plan, read_record(record_text), live, files, model_dir or "", weight_version or "",

@@ -181,6 +181,13 @@ def _host_phases(sglang, problems):
     return stop, start, down
 
 
+def swap_total(swap):
+    """The total seconds of a report's ``weight_swap`` (llmserve.sglang.weight_swap's ``seconds.total``) as a finite
+    number, else None."""
+    seconds = swap.get("seconds") if isinstance(swap, dict) else None
+    return finite_number(seconds.get("total")) if isinstance(seconds, dict) else None
+
+
 def _swap_phase(sglang):
     """``swap``: the in-place load of a new model revision (llmserve.sglang.weight_swap's seconds), or None when this
     run asked the server for none."""
@@ -188,8 +195,7 @@ def _swap_phase(sglang):
     if not isinstance(swap, dict) or not swap.get("outcome"):
         return None
     phase = _phase(SWAP_CLOCK)
-    seconds = swap.get("seconds") if isinstance(swap.get("seconds"), dict) else {}
-    total = finite_number(seconds.get("total"))
+    total = swap_total(swap)
     if swap.get("swapped_in_place") and total is not None and total >= 0:
         phase.update(seconds=round(total, 3), note="revision %s loaded into the running server" % (
             swap.get("to_weight_version") or "?"))
