@@ -31,7 +31,7 @@ HOSTS := source tools/hosts/testhosts.sh
 # Longest first: they are dealt out to two parallel lanes (tools/molecule_lanes.sh).
 # `fleet` (about 17 min alone, with 300-token streams) goes first: it runs in one lane while the other works through
 # the rest. Not among them, for CI's 60 minutes on 2 cores: `monitoring` (about 7 min alone;
-# `make molecule S=monitoring`) and `prewarm` (make bench runs it). `nextboot` takes 2 to 3 min alone, 5.5 min beside
+# `make molecule S=monitoring`), `prewarm` and `swap` (make bench runs them). `nextboot` takes 2 to 3 min alone, 5.5 min beside
 # another scenario (preflight, driver: about 4 min each there).
 SCENARIOS ?= fleet multinode default model engine hardening nextboot preflight driver wait
 S ?= $(SCENARIOS)

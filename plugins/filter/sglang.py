@@ -176,6 +176,23 @@ def sglang_revision_swap(plan, state, managed, candidates, record, policy, model
         raise AnsibleFilterError("sglang_revision_swap: %s" % to_native(exc))
 
 
+def sglang_revision_swap_group(plan, node_plans, policy):
+    """Return a multi-node server node's plan with the swap decided for every node: all swap, or all restart."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.revision_swap import RevisionSwapError, plan_group_swap
+
+    try:
+        return plan_group_swap(plan, node_plans, policy)
+    except (RevisionSwapError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError("sglang_revision_swap_group: %s" % to_native(exc))
+
+
+def sglang_swap_verdict(server_result, prepared=None, loaded=None):
+    """Return the verdict on an in-place swap for the whole server (every node of a multi-node one)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.revision_swap import swap_verdict
+
+    return swap_verdict(server_result, prepared, loaded)
+
+
 def sglang_serving_record(candidates, names, model_dir, weight_version):
     """Return the serving record's JSON text: what the verified server serves, as checksums (no file content)."""
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.revision_swap import (
@@ -285,6 +302,8 @@ class FilterModule(object):
             "sglang_node_group_plan": sglang_node_group_plan,
             "sglang_deploy_plan": sglang_deploy_plan,
             "sglang_revision_swap": sglang_revision_swap,
+            "sglang_revision_swap_group": sglang_revision_swap_group,
+            "sglang_swap_verdict": sglang_swap_verdict,
             "sglang_serving_record": sglang_serving_record,
             "sglang_rollout_batches": sglang_rollout_batches,
             "sglang_rollout_lease": sglang_rollout_lease,

@@ -357,6 +357,107 @@ def _sentence(result, said, base_url):
     return "%s answered %s: not an answer of SGLang's update route; what it serves now is unknown" % (where, said)
 
 
+# --- the nodes of rank >= 1 of a multi-node server -------------------------------------------------------------------
+
+# Only rank 0 of a multi-node server answers HTTP, and its answer speaks for its own ranks: in SGLang 0.5.23 the update
+# reaches every rank (rank 0's scheduler broadcasts it), each rank loads the path from its own node's disk, and only
+# rank 0's result comes back. Checked with the real server on CPU (two nodes, one rank each): a rank 1 whose file was
+# cut died in its load while rank 0 answered 200 "Succeeded". So each other node reads its own account in its own
+# journal, where every rank that loads logs these lines (srt/model_executor/model_runner_components/weight_updater.py).
+RANK_LOAD_BEGIN = "Update engine weights online from disk begin."
+RANK_LOAD_END = "Update weights end."
+RANK_LOAD_FAILED = ("Failed to update weights", "Failed to get weights iterator", "Failed to get model loader",
+                    "Traceback (most recent call last)")
+READY = "ready"                # a node of rank >= 1: its staged revision fits, its journal is marked
+NOT_RUNNING = "not_running"    # a node of rank >= 1 whose unit does not run: nothing to load into
+LOADED_LINES = 40              # journal lines a node's result keeps (the newest)
+
+
+def rank_load_state(lines, ranks=1):
+    """``(outcome, ends)`` from the journal lines a node's unit wrote after its mark: REJECTED at the first line of a
+    failed load (whether the process survives it is read from the unit), SWAPPED once ``ranks`` ranks logged the end
+    of their load, None while neither happened; ``ends`` counts the ranks that ended."""
+    ends = 0
+    for line in lines:
+        if any(mark in line for mark in RANK_LOAD_FAILED):
+            return REJECTED, ends
+        if RANK_LOAD_END in line:
+            ends += 1
+    return (SWAPPED if ends >= ranks else None), ends
+
+
+def read_unit(run, unit):
+    """``{"active", "main_pid", "invocation_id"}`` of the systemd ``unit``; ``run(argv)`` answers ``(rc, out, err)``."""
+    rc, out, err = run(["systemctl", "show", unit, "-p", "ActiveState", "-p", "MainPID", "-p", "InvocationID"])
+    values = dict(line.split("=", 1) for line in (out or "").splitlines() if "=" in line)
+    try:
+        pid = int(values.get("MainPID") or 0)
+    except ValueError:
+        pid = 0
+    return {"active": rc == 0 and values.get("ActiveState") == "active", "main_pid": pid,
+            "invocation_id": values.get("InvocationID") or ""}
+
+
+def journal_cursor(run):
+    """The cursor of the journal's newest entry (None when the journal cannot say): what comes after it is new."""
+    rc, out, err = run(["journalctl", "--no-pager", "-n", "1", "-o", "json"])
+    for line in (out or "").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("__CURSOR"), str):
+            return entry["__CURSOR"]
+    return None
+
+
+def journal_after(run, invocation_id, cursor):
+    """The lines the unit's invocation ``invocation_id`` wrote after ``cursor`` (its whole journal without one)."""
+    argv = ["journalctl", "--no-pager", "-o", "cat", "_SYSTEMD_INVOCATION_ID=%s" % invocation_id, "+",
+            "INVOCATION_ID=%s" % invocation_id]
+    if cursor:
+        argv.insert(2, "--after-cursor=%s" % cursor)
+    run(["journalctl", "--sync"])
+    rc, out, err = run(argv)
+    return (out or "").splitlines()
+
+
+def wait_rank_load(run, unit, mark, ranks=1, timeout=600.0, interval=1.0, clock=None, sleep=None):
+    """Wait until this node's ranks of a multi-node server loaded the revision rank 0 was asked to load.
+
+    ``mark``: what :func:`read_unit` and :func:`journal_cursor` read before rank 0 was asked (``main_pid``,
+    ``invocation_id``, ``cursor``). Returns ``{outcome, msg, lines, ends, seconds}``: SWAPPED (``ranks`` ranks logged
+    the end of their load, and the same process runs), REJECTED (a rank logged a failed load, the process still runs:
+    this node's ranks may hold other weights than rank 0's), LOST (the unit stopped or another process runs it) or
+    TIMEOUT."""
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
+    started = clock()
+    result = {"outcome": TIMEOUT, "msg": "", "lines": [], "ends": 0, "seconds": 0.0}
+    while True:
+        unit_now = read_unit(run, unit)
+        lines = [clean_text(line, 500) for line in journal_after(run, mark["invocation_id"], mark.get("cursor"))]
+        outcome, result["ends"] = rank_load_state(lines, ranks)
+        result["lines"] = lines[-LOADED_LINES:]
+        if not unit_now["active"] or unit_now["main_pid"] != mark["main_pid"]:
+            outcome = LOST
+        if outcome or clock() - started >= timeout:
+            break
+        sleep(interval)
+    result["seconds"] = round(clock() - started, 3)
+    result["outcome"] = outcome or TIMEOUT
+    ended = "%d of %d rank(s) ended their load" % (result["ends"], ranks)
+    result["msg"] = {
+        SWAPPED: "%s: %s in %.2f s, the same process (PID %d) serves" % (
+            unit, ended, result["seconds"], mark["main_pid"]),
+        REJECTED: "%s: a rank failed to load the revision (%s); this node's ranks may hold other weights than rank "
+                  "0's" % (unit, ended),
+        LOST: "%s: the process that was asked to load (PID %d) no longer runs (%s)" % (unit, mark["main_pid"], ended),
+        TIMEOUT: "%s: %s within %.2f s" % (unit, ended, result["seconds"]),
+    }[result["outcome"]]
+    return result
+
+
 # --- checkpoints ----------------------------------------------------------------------------------------------------
 
 # bytes per element of the safetensors dtypes

@@ -102,8 +102,7 @@ def _record_problem(record):
 
 
 def plan_revision_swap(policy, plan, record, live_sums, candidates, model_path, weight_version,
-                       served_model_name="", draft_model_path="", install_needed=False, active=True,
-                       multinode=False):
+                       served_model_name="", draft_model_path="", install_needed=False, active=True):
     """Decide restart or swap for one host.
 
     ``plan``: ``plan_server``'s result for this host. ``record``: the :func:`serving_record` kept on the host (None
@@ -160,8 +159,6 @@ def plan_revision_swap(policy, plan, record, live_sums, candidates, model_path, 
     if draft_model_path:
         # the update loads its one path into every runner, the draft runner included
         reasons.append("a separate draft model is configured (the update would load the target's weights into it)")
-    if multinode:
-        reasons.append("multi-node servers are restarted (the in-place swap covers single-host servers)")
     result["reasons"] = reasons
     result["action"] = RESTART if reasons else SWAP
     # a unit that does not run has nothing to swap into: starting it is no restart the policy forbids
@@ -200,15 +197,63 @@ def plan_host_swap(plan, state, managed, candidates, record_text, policy, model_
     decision = plan_revision_swap(
         policy, plan, read_record(record_text), live, files, model_dir or "", weight_version or "",
         served_model_name=served_model_name or "", draft_model_path=draft_model_path or "",
-        install_needed=bool(plan.get("install_needed")), active=bool(plan.get("active")), multinode=bool(multinode))
+        install_needed=bool(plan.get("install_needed")), active=bool(plan.get("active")))
+    # a node of a multi-node server swaps only when all of them do: plan_group_swap decides that once every node's
+    # own decision is known, and only then says it in the changes
+    decision["group"] = bool(multinode)
     out = dict(plan, weight_swap=decision)
-    if decision["action"] == SWAP:
-        line = "load revision %s into the running server in place of %s (no restart)" % (
-            weight_version, decision["from_weight_version"] or decision["from_model_path"])
-        out["changes"] = [line if str(change).startswith("restart: ") else change for change in plan.get("changes", [])]
+    if decision["action"] == SWAP and not multinode:
+        out["changes"] = _swap_changes(plan, decision, "into the running server")
     elif decision["action"] == RESTART and policy != "never" and weight_version:
-        out["changes"] = list(plan.get("changes", [])) + [
-            "restart instead of loading the revision in place: %s" % "; ".join(decision["reasons"])]
+        out["changes"] = _restart_changes(plan, decision)
+    return out
+
+
+def _swap_changes(plan, decision, where):
+    line = "load revision %s %s in place of %s (no restart)" % (
+        decision["to_weight_version"], where, decision["from_weight_version"] or decision["from_model_path"])
+    return [line if str(change).startswith("restart: ") else change for change in plan.get("changes", [])]
+
+
+def _restart_changes(plan, decision):
+    return list(plan.get("changes", [])) + [
+        "restart instead of loading the revision in place: %s" % "; ".join(decision["reasons"])]
+
+
+def plan_group_swap(plan, node_plans, policy):
+    """The decision of one node of a multi-node server, made for the server as a whole.
+
+    ``plan``: this node's plan after :func:`plan_host_swap`. ``node_plans``: ``{host: plan}`` of every node of the
+    server (this one included; a node without a plan, one that failed before, counts as a restart). The nodes load
+    the revision together: rank 0 is asked and every rank loads the path from its own disk, so each node must have
+    the same revision staged behind the same link. They swap only when every node decided to swap from the same
+    revision to the same one; otherwise every node restarts, and the reasons name the nodes that need it."""
+    if not isinstance(plan, dict) or not isinstance(node_plans, dict):
+        raise RevisionSwapError("plan_group_swap: plan and node_plans must be dicts")
+    decision = plan.get("weight_swap")
+    if not isinstance(decision, dict) or decision.get("action") != SWAP:
+        return plan
+    reasons = []
+    for host in sorted(node_plans):
+        other = (node_plans[host] or {}).get("weight_swap") if isinstance(node_plans[host], dict) else None
+        if not isinstance(other, dict) or other.get("action") != SWAP:
+            why = "; ".join((other or {}).get("reasons") or []) or "it has no revision to load"
+            reasons.append("node %s of the multi-node server restarts (%s)" % (host, why))
+        elif (other.get("from_weight_version"), other.get("to_weight_version"), other.get("to_model_path")) != (
+                decision["from_weight_version"], decision["to_weight_version"], decision["to_model_path"]):
+            reasons.append("node %s of the multi-node server moves from revision %s to %s at %s" % (
+                host, other.get("from_weight_version") or "?", other.get("to_weight_version") or "?",
+                other.get("to_model_path") or "?"))
+    out = dict(plan)
+    if not reasons:
+        out["changes"] = _swap_changes(plan, decision, "on every node of the multi-node server")
+        return out
+    decision = dict(decision, action=RESTART, reasons=["a multi-node server restarts as one: " + "; ".join(reasons)])
+    if policy == "required" and plan.get("active"):
+        decision["problems"] = ["sglang_server_weight_swap is required, but this change needs a restart: %s"
+                                % "; ".join(decision["reasons"])]
+    out["weight_swap"] = decision
+    out["changes"] = _restart_changes(plan, decision)
     return out
 
 
@@ -216,3 +261,58 @@ def serving_record_text(candidates, names, model_dir, weight_version):
     """The record's file content (JSON) for the managed files ``names`` of ``candidates``."""
     files = dict((name, candidates[name]) for name in names)
     return json.dumps(serving_record(files, model_dir, weight_version), sort_keys=True, indent=1) + "\n"
+
+
+# the update was refused before anything was loaded: the old weights serve on every rank
+_NOTHING_LOADED = ("incompatible", "unsupported", "unauthorized")
+
+
+def swap_verdict(server_result, prepared=None, loaded=None):
+    """The verdict on an in-place swap for the server as a whole: ``{swapped, kept_old, outcome, msg, seconds,
+    problems, nodes}``.
+
+    ``server_result``: the result of ``llmserve.sglang.weight_swap`` on the host that answers HTTP (rank 0 of a
+    multi-node server); a skipped or missing result when it was not asked. ``prepared`` and ``loaded``: for a
+    multi-node server, ``{host: result}`` of ``llmserve.sglang.weight_swap_node`` (``state=prepared``, then
+    ``state=loaded``) on every other node; a skipped result where a step did not run.
+    ``swapped``: the server (every node) serves the new revision in the same processes. ``kept_old``: it certainly
+    still serves the old one everywhere (nothing was loaded), so a failed swap may leave it as it is."""
+    server_result = server_result if isinstance(server_result, dict) else {}
+    prepared = prepared if isinstance(prepared, dict) else {}
+    loaded = loaded if isinstance(loaded, dict) else {}
+    verdict = {"swapped": False, "kept_old": False, "outcome": server_result.get("outcome"),
+               "msg": server_result.get("msg"), "seconds": server_result.get("seconds"),
+               "problems": list(server_result.get("problems") or []), "nodes": {}}
+    hosts = sorted(prepared)
+    for host in hosts:
+        step = loaded.get(host) if isinstance(loaded.get(host), dict) and "outcome" in loaded[host] else prepared[host]
+        step = step if isinstance(step, dict) else {}
+        verdict["nodes"][host] = {"outcome": step.get("outcome"), "msg": step.get("msg"),
+                                  "seconds": step.get("seconds")}
+    # a node of rank >= 1 that was not ready: rank 0 was not asked
+    unready = [host for host in hosts if (prepared[host] or {}).get("outcome") != "ready"]
+    if unready:
+        verdict["outcome"] = "incompatible" if all(
+            verdict["nodes"][host]["outcome"] == "incompatible" for host in unready) else "not_ready"
+        verdict["kept_old"] = verdict["outcome"] == "incompatible"
+        verdict["problems"] = ["%s: %s" % (host, verdict["nodes"][host]["msg"] or "not prepared") for host in unready]
+        verdict["msg"] = "rank 0 was not asked to load the revision: " + "; ".join(verdict["problems"])
+        return verdict
+    outcome = server_result.get("outcome")
+    if outcome in ("swapped", "current"):
+        failed = [host for host in hosts if outcome == "swapped" and verdict["nodes"][host]["outcome"] != "swapped"]
+        if not failed:
+            verdict["swapped"] = True
+            if hosts and outcome == "swapped":
+                verdict["msg"] = "%s; the ranks of %s loaded it too" % (verdict["msg"], ", ".join(hosts))
+            return verdict
+        verdict["outcome"] = verdict["nodes"][failed[0]]["outcome"] or "lost"
+        verdict["problems"] = ["%s: %s" % (host, verdict["nodes"][host]["msg"]) for host in failed]
+        verdict["msg"] = ("rank 0 loaded the revision, but not every other node did (the server may serve mixed "
+                          "weights): " + "; ".join(verdict["problems"]))
+        return verdict
+    # rank 0 failed: the other nodes' state is unknown unless nothing was loaded anywhere
+    verdict["kept_old"] = outcome in _NOTHING_LOADED or (not hosts and server_result.get("old_weights_serving") is True)
+    if verdict["msg"] is None:
+        verdict["msg"] = "the server was not asked to load the revision"
+    return verdict

@@ -44,8 +44,14 @@
 # changes one real CPU SGLang server between two revisions of the tiny model (make_tiny_model.py seeds, built into
 # reports/bench_swap/) by restart and by an in-place swap (POST /update_weights_from_disk through module_utils
 # weight_swap), alternating, BENCH_SWAP_SAMPLES (default 3) times each, every answer checked against the revision's
-# own. Target: swap <= 0.3 x restart time out of rotation (medians). It measures the server's mechanism, not the
-# role's rollout (the role does not swap yet). Results: reports/bench_swap.json, server logs under reports/bench_swap/.
+# own. Target: swap <= 0.3 x restart time out of rotation (medians). It measures the server's mechanism alone.
+# Results: reports/bench_swap.json, server logs under reports/bench_swap/.
+# Then the same revision change through the role (BENCH_NO_SWAP_ROLE=1 skips it, about 20 minutes): `molecule test -s
+# swap` (one smg gateway, two real SGLang CPU workers) runs site.yml A -> B by restart (sglang_server_weight_swap:
+# never) and in place (required), in turns, BENCH_SWAP_ROLE_SAMPLES (default 2) times each, and back each time;
+# tools/bench/bench_swap_role.py compares each worker's time out of rotation and its phases (the run reports' rotation
+# records). Target: in place <= 0.3 x restart per worker (medians). Results: reports/bench_swap_role.json (scenario
+# log: reports/bench_swap_role.log).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -173,5 +179,19 @@ if [ "${BENCH_NO_SWAP:-0}" != 1 ]; then
   "$python" "$here/bench_swap.py" --venv "$LLMSERVE_SGLANG_VENV" --model "$LLMSERVE_SGLANG_MODEL" \
     --samples "${BENCH_SWAP_SAMPLES:-3}" --json "$root/reports/bench_swap.json" --workdir "$root/reports/bench_swap" \
     || status=1
+fi
+if [ "${BENCH_NO_SWAP_ROLE:-0}" != 1 ]; then
+  echo "== revision change through site.yml: molecule test -s swap (log: reports/bench_swap_role.log)"
+  mkdir -p "$root/reports"; rm -f "$root/reports/bench_swap_role_raw.json"
+  if (cd "$root" && LLMSERVE_SWAP_REPORT="$root/reports/bench_swap_role_raw.json" \
+        LLMSERVE_SWAP_SAMPLES="${BENCH_SWAP_ROLE_SAMPLES:-2}" molecule test -s swap) \
+      >"$root/reports/bench_swap_role.log" 2>&1; then
+    "$python" "$here/bench_swap_role.py" "$root/reports/bench_swap_role_raw.json" \
+      --json "$root/reports/bench_swap_role.json" || status=1
+  else
+    echo "bench: the swap scenario failed; last lines of reports/bench_swap_role.log:" >&2
+    tail -n 40 "$root/reports/bench_swap_role.log" >&2
+    status=1
+  fi
 fi
 exit "$status"

@@ -35,7 +35,7 @@ ALL_FILTERS = ["sglang_validate", "sglang_render", "sglang_unit_value", "sglang_
                "sglang_deploy_plan", "sglang_rollout_batches", "sglang_rollout_lease", "sglang_rollout_step_problems",
                "sglang_service_problems",
                "sglang_pip_redact", "sglang_node_firewall", "sglang_server_info_expected", "sglang_cache_layout",
-               "sglang_server_addresses", "sglang_revision_swap", "sglang_serving_record"]
+               "sglang_server_addresses", "sglang_revision_swap", "sglang_revision_swap_group", "sglang_swap_verdict", "sglang_serving_record"]
 
 
 def test_revision_swap_filters_report_bad_input_as_filter_errors():
@@ -44,6 +44,8 @@ def test_revision_swap_filters_report_bad_input_as_filter_errors():
         filters["sglang_revision_swap"]([], {}, [], {}, None, "auto", "/m/" + "a" * 40, "a" * 40)
     with pytest.raises(AnsibleFilterError, match="^sglang_revision_swap: sglang_server_weight_swap must be one of"):
         filters["sglang_revision_swap"]({"restart_needed": True}, {}, [], {}, None, "often", "/m", "")
+    with pytest.raises(AnsibleFilterError, match="^sglang_revision_swap_group: plan_group_swap: plan and node_plans"):
+        filters["sglang_revision_swap_group"]({}, [], "auto")
     with pytest.raises(AnsibleFilterError, match="^sglang_serving_record: neutral_sums: model_path must be"):
         filters["sglang_serving_record"]({"unit": "x"}, ["unit"], "", "")
     text = filters["sglang_serving_record"]({"unit": "x", "env": "secret"}, ["unit"], "/m/" + "a" * 40, "a" * 40)

@@ -21,9 +21,11 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.revision_swap impo
     RevisionSwapError,
     neutral_sums,
     plan_revision_swap,
+    plan_group_swap,
     plan_host_swap,
     serving_record,
     serving_record_text,
+    swap_verdict,
     weight_version_for,
 )
 
@@ -145,7 +147,6 @@ def test_policy_never_restarts_without_looking_further():
     ({"plan": dict(RESTART_PLAN, restart_pending=True)}, "sglang_server_restart_policy is never"),
     ({"served_model_name": "qwen"}, "sglang_server_served_model_name is set"),
     ({"draft_model_path": "/models/draft"}, "a separate draft model is configured"),
-    ({"multinode": True}, "multi-node servers are restarted"),
 ])
 def test_each_obstacle_falls_back_to_a_restart_and_says_why(kwargs, reason):
     result = decide(**kwargs)
@@ -206,3 +207,115 @@ def test_plan_host_swap_reads_the_record_and_the_live_files():
     assert same["action"] == RESTART and same["revision_changes"] is False
     quiet = dict(plan, restart_needed=False, changes=[])
     assert plan_host_swap(quiet, state, managed, new, record, "auto", NEW, "b" * 40)["weight_swap"]["action"] == NOTHING
+
+
+def _node_plans(node_files=None, policy="auto"):
+    """Each node's plan after plan_host_swap, as state.yml leaves it for a two-node server."""
+    managed = [{"name": "unit", "path": "/etc/systemd/system/sglang.service"},
+               {"name": "config", "path": "/etc/sglang/sglang.yaml"}]
+    old = files(OLD)
+    state = {"paths": {"/etc/systemd/system/sglang.service": {"type": "file", "sha256": sums(old)["unit"]},
+                       "/etc/sglang/sglang.yaml": {"type": "file", "sha256": sums(old)["config"]}}}
+    record = serving_record_text(old, ["unit", "config"], OLD, "a" * 40)
+    plan = dict(RESTART_PLAN, changes=["stage sglang.service", "restart: the staged files change"],
+                install_needed=False, active=True)
+    plans = {}
+    for host in ("node0", "node1"):
+        new = (node_files or {}).get(host, files(NEW))
+        plans[host] = plan_host_swap(plan, state, managed, new, record, policy, NEW, "b" * 40, multinode=True)
+    return plans
+
+
+def test_a_multi_node_swap_waits_for_the_group_decision():
+    plans = _node_plans()
+    # each node's own decision: a swap, but the changes still show the restart until the group is decided
+    assert [p["weight_swap"]["action"] for p in plans.values()] == [SWAP, SWAP]
+    assert plans["node0"]["weight_swap"]["group"] is True
+    assert plans["node0"]["changes"][-1] == "restart: the staged files change"
+    out = plan_group_swap(plans["node0"], plans, "required")
+    assert out["weight_swap"]["action"] == SWAP and out["weight_swap"]["problems"] == []
+    assert out["changes"] == ["stage sglang.service", "load revision %s on every node of the multi-node server in "
+                              "place of %s (no restart)" % ("b" * 40, "a" * 40)]
+
+
+@pytest.mark.parametrize("change, reason", [
+    # node1's configuration changes more than the revision: both nodes restart
+    ({"node1": files(NEW, chunk=4096)}, "node node1 of the multi-node server restarts (more than the model revision "
+                                        "changes (config))"),
+])
+def test_one_node_that_restarts_restarts_the_server(change, reason):
+    plans = _node_plans(change)
+    assert plans["node0"]["weight_swap"]["action"] == SWAP and plans["node1"]["weight_swap"]["action"] == RESTART
+    out = plan_group_swap(plans["node0"], plans, "auto")
+    assert out["weight_swap"]["action"] == RESTART
+    assert out["weight_swap"]["reasons"] == ["a multi-node server restarts as one: " + reason]
+    assert out["weight_swap"]["problems"] == []
+    assert out["changes"][-1] == "restart instead of loading the revision in place: " + out["weight_swap"]["reasons"][0]
+    assert out["changes"][1] == "restart: the staged files change"
+    required = plan_group_swap(plans["node0"], plans, "required")["weight_swap"]["problems"]
+    assert required == ["sglang_server_weight_swap is required, but this change needs a restart: "
+                        "a multi-node server restarts as one: " + reason]
+    # a plan that restarts anyway is left as it is
+    assert plan_group_swap(plans["node1"], plans, "auto") is plans["node1"]
+
+
+def test_a_node_without_a_plan_or_on_another_revision_restarts_the_server():
+    plans = _node_plans()
+    missing = dict(plans, node2=None)
+    out = plan_group_swap(plans["node0"], missing, "auto")["weight_swap"]
+    assert out["action"] == RESTART
+    assert out["reasons"] == ["a multi-node server restarts as one: node node2 of the multi-node server restarts "
+                              "(it has no revision to load)"]
+    other = dict(plans["node1"], weight_swap=dict(plans["node1"]["weight_swap"], to_weight_version="c" * 40))
+    out = plan_group_swap(plans["node0"], dict(plans, node1=other), "auto")["weight_swap"]
+    assert out["action"] == RESTART and ("node node1 of the multi-node server moves from revision %s to %s at %s"
+                                         % ("a" * 40, "c" * 40, NEW)) in out["reasons"][0]
+    with pytest.raises(RevisionSwapError, match="plan and node_plans must be dicts"):
+        plan_group_swap(plans["node0"], [], "auto")
+
+
+SWAPPED_RANK0 = {"outcome": "swapped", "msg": "http://n0:30000 loaded /m as weight_version b in 0.10 s",
+                 "seconds": {"update": 0.1, "verify": 0.01, "total": 0.12}, "problems": [],
+                 "old_weights_serving": None}
+READY = {"outcome": "ready", "msg": "sglang (PID 7) is ready", "mark": {"main_pid": 7}}
+SKIPPED = {"skipped": True, "changed": False}
+
+
+def test_a_single_host_verdict_follows_the_module():
+    assert swap_verdict(SWAPPED_RANK0)["swapped"] is True
+    assert swap_verdict(dict(SWAPPED_RANK0, outcome="current"))["swapped"] is True
+    refused = swap_verdict({"outcome": "rejected", "msg": "refused", "old_weights_serving": True})
+    assert (refused["swapped"], refused["kept_old"]) == (False, True)
+    died = swap_verdict({"outcome": "lost", "msg": "dropped", "old_weights_serving": None})
+    assert (died["swapped"], died["kept_old"], died["outcome"]) == (False, False, "lost")
+    for outcome in ("incompatible", "unsupported", "unauthorized"):
+        assert swap_verdict({"outcome": outcome, "msg": "x"})["kept_old"] is True
+    assert swap_verdict(SKIPPED)["msg"] == "the server was not asked to load the revision"
+
+
+def test_a_multi_node_swap_needs_every_node_account():
+    loaded = {"outcome": "swapped", "msg": "sglang: 1 of 1 rank(s) ended their load", "seconds": 0.4}
+    verdict = swap_verdict(SWAPPED_RANK0, {"n1": READY}, {"n1": loaded})
+    assert verdict["swapped"] is True and verdict["nodes"]["n1"]["outcome"] == "swapped"
+    assert verdict["msg"].endswith("; the ranks of n1 loaded it too")
+    # rank 0 answered success, node 1's rank died in its load (as the real server did): no swap, state unknown
+    died = {"outcome": "lost", "msg": "sglang: the process that was asked to load (PID 7) no longer runs"}
+    verdict = swap_verdict(SWAPPED_RANK0, {"n1": READY, "n2": READY}, {"n1": loaded, "n2": died})
+    assert (verdict["swapped"], verdict["kept_old"], verdict["outcome"]) == (False, False, "lost")
+    assert verdict["problems"] == ["n2: " + died["msg"]] and "mixed" in verdict["msg"]
+    # a node's wait that did not run although rank 0 swapped counts as a failure
+    assert swap_verdict(SWAPPED_RANK0, {"n1": READY}, {"n1": SKIPPED})["swapped"] is False
+    # rank 0 refused: with other nodes the old weights are certain only where nothing was loaded
+    refused = {"outcome": "rejected", "msg": "refused", "old_weights_serving": True}
+    assert swap_verdict(refused, {"n1": READY}, {"n1": SKIPPED})["kept_old"] is False
+    assert swap_verdict({"outcome": "unsupported", "msg": "404"}, {"n1": READY}, {"n1": SKIPPED})["kept_old"] is True
+
+
+def test_a_node_that_is_not_ready_keeps_rank_0_from_being_asked():
+    incompatible = {"outcome": "incompatible", "msg": "/m cannot be swapped in for /o on this node: shape"}
+    verdict = swap_verdict(SKIPPED, {"n1": incompatible, "n2": READY}, {"n1": SKIPPED, "n2": SKIPPED})
+    assert (verdict["swapped"], verdict["kept_old"], verdict["outcome"]) == (False, True, "incompatible")
+    assert verdict["msg"] == "rank 0 was not asked to load the revision: n1: " + incompatible["msg"]
+    stopped = {"outcome": "not_running", "msg": "sglang does not run"}
+    verdict = swap_verdict(SKIPPED, {"n1": stopped}, {"n1": SKIPPED})
+    assert (verdict["kept_old"], verdict["outcome"]) == (False, "not_ready")
