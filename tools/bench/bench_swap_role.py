@@ -2,8 +2,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Summarise one `molecule test -s swap` run (its side effect writes $LLMSERVE_SWAP_REPORT): site.yml changes the
-model revision of two workers of the real SGLang on CPU behind smg, A -> B, by restart (``sglang_server_weight_swap:
-never``) and in place (``required``), in turns.
+model revision of two workers of the real SGLang on CPU behind smg, A -> B, by restart (an environment variable of
+the unit changes with the revision, so the unit keeps the model link and the gateway its model name) and in place
+(``sglang_server_weight_swap: required``), in turns.
 
     python3 bench_swap_role.py MEASUREMENTS.json [--json OUT.json] [--max-ratio 0.3]
 
@@ -26,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_summary import publish, ratio  # noqa: E402  pylint: disable=wrong-import-position
 
 PHASES = ("drain", "stop", "start", "swap", "rejoin", "out_of_rotation")
-WAYS = (("never", "restart"), ("required", "in place"))
+WAYS = (("restart", "restart"), ("swap", "in place"))
 
 
 def _number(value):
@@ -44,13 +45,13 @@ def summarise(measurements, max_ratio=0.3):
     for index, run in enumerate(measurements.get("runs") or []):
         if run.get("to") != "b":
             continue
-        policy = run.get("policy")
+        policy = run.get("way")
         if policy not in dict(WAYS):
-            problems.append("run %d: policy %r is neither never nor required" % (index, policy))
+            problems.append("run %d: way %r is neither restart nor swap" % (index, policy))
             continue
         for worker, record in sorted((run.get("rotation") or {}).items()):
             restarted = (run.get("restarted") or {}).get(worker)
-            if restarted is not (policy == "never"):
+            if restarted is not (policy == "restart"):
                 problems.append("run %d (%s): %s %s" % (index, policy, worker,
                                                         "restarted" if restarted else "did not restart"))
             phases = {phase: _number(((record or {}).get(phase) or {}).get("seconds")) for phase in PHASES}
@@ -64,7 +65,7 @@ def summarise(measurements, max_ratio=0.3):
             runs = ways.get(policy) or []
             block[policy] = dict((phase, _median([r[phase] for r in runs])) for phase in PHASES)
             block[policy]["samples"] = len(runs)
-        block["ratio"] = ratio(block["required"]["out_of_rotation"], block["never"]["out_of_rotation"], 3)
+        block["ratio"] = ratio(block["swap"]["out_of_rotation"], block["restart"]["out_of_rotation"], 3)
         summary["workers"][worker] = block
         summary["verdicts"]["ratio_%s" % worker] = block["ratio"] is not None and block["ratio"] <= max_ratio
     if not numbers:

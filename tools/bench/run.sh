@@ -47,8 +47,8 @@
 # own. Target: swap <= 0.3 x restart time out of rotation (medians). It measures the server's mechanism alone.
 # Results: reports/bench_swap.json, server logs under reports/bench_swap/.
 # Then the same revision change through the role (BENCH_NO_SWAP_ROLE=1 skips it, about 20 minutes): `molecule test -s
-# swap` (one smg gateway, two real SGLang CPU workers) runs site.yml A -> B by restart (sglang_server_weight_swap:
-# never) and in place (required), in turns, BENCH_SWAP_ROLE_SAMPLES (default 2) times each, and back each time;
+# swap` (one smg gateway, two real SGLang CPU workers) runs site.yml A -> B by restart (an environment variable of the
+# unit changes with the revision) and in place (sglang_server_weight_swap: required), in turns, BENCH_SWAP_ROLE_SAMPLES (default 2) times each, and back each time;
 # tools/bench/bench_swap_role.py compares each worker's time out of rotation and its phases (the run reports' rotation
 # records). Target: in place <= 0.3 x restart per worker (medians). Results: reports/bench_swap_role.json (scenario
 # log: reports/bench_swap_role.log).

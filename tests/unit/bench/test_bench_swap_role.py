@@ -21,18 +21,18 @@ def record(out, start=None, swap=None):
     return rec
 
 
-def run(policy, to, w1, w2, restarted):
-    return {"policy": policy, "to": to, "sample": "0", "rotation": {"w1": w1, "w2": w2},
+def run(way, to, w1, w2, restarted):
+    return {"way": way, "to": to, "sample": "0", "rotation": {"w1": w1, "w2": w2},
             "restarted": {"w1": restarted, "w2": restarted}}
 
 
 MEASURED = {"runs": [
-    run("never", "b", record(40.0, start=30.0), record(44.0, start=33.0), True),
-    run("auto", "a", record(41.0, start=31.0), record(45.0, start=34.0), True),  # the way back: not counted
-    run("required", "b", record(6.0, swap=0.3), record(7.0, swap=0.4), False),
-    run("auto", "a", record(6.5, swap=0.3), record(6.9, swap=0.3), False),
-    run("never", "b", record(50.0, start=40.0), record(46.0, start=35.0), True),
-    run("required", "b", record(8.0, swap=0.5), record(7.4, swap=0.3), False),
+    run("restart", "b", record(40.0, start=30.0), record(44.0, start=33.0), True),
+    run("restart", "a", record(41.0, start=31.0), record(45.0, start=34.0), True),  # the way back: not counted
+    run("swap", "b", record(6.0, swap=0.3), record(7.0, swap=0.4), False),
+    run("swap", "a", record(6.5, swap=0.3), record(6.9, swap=0.3), False),
+    run("restart", "b", record(50.0, start=40.0), record(46.0, start=35.0), True),
+    run("swap", "b", record(8.0, swap=0.5), record(7.4, swap=0.3), False),
 ]}
 
 
@@ -43,22 +43,22 @@ def test_medians_ratio_and_verdicts_per_worker(tmp_path, capsys):
     assert bench_swap_role.main([str(path), "--json", str(out)]) == 0
     summary = json.loads(out.read_text())
     w1 = summary["workers"]["w1"]
-    assert w1["never"]["out_of_rotation"] == 45.0 and w1["never"]["start"] == 35.0 and w1["never"]["samples"] == 2
-    assert w1["required"]["out_of_rotation"] == 7.0 and w1["required"]["swap"] == 0.4
-    assert w1["required"]["start"] is None
+    assert w1["restart"]["out_of_rotation"] == 45.0 and w1["restart"]["start"] == 35.0 and w1["restart"]["samples"] == 2
+    assert w1["swap"]["out_of_rotation"] == 7.0 and w1["swap"]["swap"] == 0.4
+    assert w1["swap"]["start"] is None
     assert w1["ratio"] == round(7.0 / 45.0, 3)
     assert summary["verdicts"] == {"ratio_w1": True, "ratio_w2": True, "every_change_as_asked": True}
     assert "ratio in place / restart: 0.156 (target <= 0.3)" in capsys.readouterr().out
 
 
 def test_a_slow_swap_or_a_change_that_went_another_way_fails():
-    slow = {"runs": [run("never", "b", record(40.0, start=30.0), record(40.0, start=30.0), True),
-                     run("required", "b", record(20.0, swap=9.0), record(8.0, swap=0.3), False)]}
+    slow = {"runs": [run("restart", "b", record(40.0, start=30.0), record(40.0, start=30.0), True),
+                     run("swap", "b", record(20.0, swap=9.0), record(8.0, swap=0.3), False)]}
     summary = bench_swap_role.summarise(slow)
     assert summary["verdicts"] == {"ratio_w1": False, "ratio_w2": True, "every_change_as_asked": True}
-    restarted = {"runs": [run("never", "b", record(40.0, start=30.0), record(40.0, start=30.0), True),
-                          run("required", "b", record(6.0), record(6.0), True)]}
+    restarted = {"runs": [run("restart", "b", record(40.0, start=30.0), record(40.0, start=30.0), True),
+                          run("swap", "b", record(6.0), record(6.0), True)]}
     summary = bench_swap_role.summarise(restarted)
     assert summary["verdicts"]["every_change_as_asked"] is False
-    assert "run 1 (required): w1 restarted" in summary["problems"]
+    assert "run 1 (swap): w1 restarted" in summary["problems"]
     assert bench_swap_role.summarise({"runs": []})["problems"] == ["no measured change"]
