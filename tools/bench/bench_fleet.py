@@ -22,13 +22,11 @@ The plain restart's failed short requests are counted, not judged: the gateway's
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_summary import publish, ratio  # noqa: E402  pylint: disable=wrong-import-position
+from bench_summary import ratio, scenario_main  # noqa: E402  pylint: disable=wrong-import-position
 
 
 PHASES = ("steady", "rollout_through_gateway", "plain_restart_without_drain")
@@ -107,14 +105,8 @@ def report_lines(summary):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("measurements")
-    parser.add_argument("--json", help="write the summary here")
-    args = parser.parse_args(argv)
-    with open(args.measurements) as handle:
-        summary = summarise(json.load(handle))
-    title = "== fleet: rolling restart through the gateway vs plain restart (one scenario run)"
-    return publish(title, report_lines(summary), summary, args.json)
+    return scenario_main(argv, __doc__, summarise, report_lines,
+                         "== fleet: rolling restart through the gateway vs plain restart (one scenario run)")
 
 
 if __name__ == "__main__":

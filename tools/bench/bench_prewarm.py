@@ -19,14 +19,12 @@ one fails or a run lacks a number.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_summary import publish, ratio  # noqa: E402  pylint: disable=wrong-import-position
+from bench_summary import closing_lines, ratio, scenario_main  # noqa: E402  pylint: disable=wrong-import-position
 
 PHASES = ("drain", "stop", "start", "rejoin", "out_of_rotation", "down")
 MODES = ("never", "auto")
@@ -111,23 +109,13 @@ def report_lines(summary):
                                       numbers["prewarm"], numbers["control_out_of_rotation"], numbers["samples"]))
         out.append("ratio with / without: %s (target <= %s); control worker: %s" % (
             block["ratio"], summary["max_ratio"], block["control_ratio"]))
-    for problem in summary["problems"]:
-        out.append("problem: %s" % problem)
-    for name, ok in summary["verdicts"].items():
-        out.append("%-40s %s" % (name, "PASS" if ok else "FAIL"))
-    return out
+    return out + closing_lines(summary)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("measurements")
-    parser.add_argument("--json", help="write the summary here")
-    parser.add_argument("--max-ratio", type=float, default=0.6)
-    args = parser.parse_args(argv)
-    with open(args.measurements) as handle:
-        summary = summarise(json.load(handle), args.max_ratio)
-    title = "== pre-warm: restart.yml through the gateway with the weights evicted, without and with the pre-warm"
-    return publish(title, report_lines(summary), summary, args.json)
+    return scenario_main(argv, __doc__, summarise, report_lines,
+                         "== pre-warm: restart.yml through the gateway with the weights evicted, without and with the pre-warm",
+                         max_ratio=0.6)
 
 
 if __name__ == "__main__":

@@ -17,14 +17,12 @@ bench_swap.py measures the server's mechanism alone (no drain, no gateway, no An
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_summary import publish, ratio  # noqa: E402  pylint: disable=wrong-import-position
+from bench_summary import closing_lines, ratio, scenario_main  # noqa: E402  pylint: disable=wrong-import-position
 
 PHASES = ("drain", "stop", "start", "swap", "rejoin", "out_of_rotation")
 WAYS = (("restart", "restart"), ("swap", "in place"))
@@ -84,23 +82,13 @@ def report_lines(summary):
                        "(+ steps between); %d sample(s)" % (title, n["out_of_rotation"], n["drain"], n["stop"],
                                                             n["start"], n["swap"], n["rejoin"], n["samples"]))
         out.append("ratio in place / restart: %s (target <= %s)" % (block["ratio"], summary["max_ratio"]))
-    for problem in summary["problems"]:
-        out.append("problem: %s" % problem)
-    for name, ok in summary["verdicts"].items():
-        out.append("%-40s %s" % (name, "PASS" if ok else "FAIL"))
-    return out
+    return out + closing_lines(summary)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("measurements")
-    parser.add_argument("--json", help="write the summary here")
-    parser.add_argument("--max-ratio", type=float, default=0.3)
-    args = parser.parse_args(argv)
-    with open(args.measurements) as handle:
-        summary = summarise(json.load(handle), args.max_ratio)
-    title = "== revision change through site.yml and the gateway: restart vs in place, per worker"
-    return publish(title, report_lines(summary), summary, args.json)
+    return scenario_main(argv, __doc__, summarise, report_lines,
+                         "== revision change through site.yml and the gateway: restart vs in place, per worker",
+                         max_ratio=0.3)
 
 
 if __name__ == "__main__":

@@ -138,38 +138,39 @@ if [ "${BENCH_NO_MODEL:-0}" != 1 ]; then
   rm -rf "$root/reports/bench_model/mirror" "$root/reports/bench_model/store" "$root/reports/bench_model/olah/repos"
 fi
 
-if [ "${BENCH_NO_FLEET:-0}" != 1 ]; then
-  echo "== fleet: molecule test -s fleet (log: reports/bench_fleet.log)"
-  mkdir -p "$root/reports"; rm -f "$root/reports/bench_fleet_raw.json"
-  # streams of 1200 tokens outlast the workers' stop timeout: the plain restart cuts them, the drain does not
-  if (cd "$root" && LLMSERVE_FLEET_REPORT="$root/reports/bench_fleet_raw.json" \
-      LLMSERVE_FLEET_STREAM_TOKENS="${LLMSERVE_FLEET_STREAM_TOKENS:-1200}" molecule test -s fleet) \
-      >"$root/reports/bench_fleet.log" 2>&1; then
-    "$python" "$here/bench_fleet.py" "$root/reports/bench_fleet_raw.json" --json "$root/reports/bench_fleet.json" \
-      || status=1
+# a molecule scenario whose side effect writes its measurements to $REPORT_VAR, then its summariser:
+#   scenario_bench NAME SCENARIO REPORT_VAR SUMMARISER [VAR=VALUE...]
+# log reports/NAME.log, raw measurements reports/NAME_raw.json, summary reports/NAME.json
+scenario_bench() {
+  local name=$1 scenario=$2 report_var=$3 summariser=$4
+  shift 4
+  mkdir -p "$root/reports"; rm -f "$root/reports/${name}_raw.json"
+  if (cd "$root" && env "$report_var=$root/reports/${name}_raw.json" "$@" molecule test -s "$scenario") \
+      >"$root/reports/$name.log" 2>&1; then
+    "$python" "$here/$summariser" "$root/reports/${name}_raw.json" --json "$root/reports/$name.json" || status=1
   else
-    echo "bench: the fleet scenario failed; last lines of reports/bench_fleet.log:" >&2
-    tail -n 40 "$root/reports/bench_fleet.log" >&2
+    echo "bench: the $scenario scenario failed; last lines of reports/$name.log:" >&2
+    tail -n 40 "$root/reports/$name.log" >&2
     status=1
   fi
+}
+
+if [ "${BENCH_NO_FLEET:-0}" != 1 ]; then
+  echo "== fleet: molecule test -s fleet (log: reports/bench_fleet.log)"
+  # streams of 1200 tokens outlast the workers' stop timeout: the plain restart cuts them, the drain does not
+  scenario_bench bench_fleet fleet LLMSERVE_FLEET_REPORT bench_fleet.py \
+    LLMSERVE_FLEET_STREAM_TOKENS="${LLMSERVE_FLEET_STREAM_TOKENS:-1200}"
 fi
 if [ "${BENCH_NO_PREWARM:-0}" != 1 ]; then
   echo "== pre-warm: molecule test -s prewarm (log: reports/bench_prewarm.log)"
   big_model="$LLMSERVE_CACHE/models/big-llama"
-  mkdir -p "$root/reports"; rm -f "$root/reports/bench_prewarm_raw.json"
   if [ ! -f "$big_model/config.json" ]; then
     echo "bench: no model at $big_model (make big-model builds it; make bench does)" >&2
     status=1
-  elif (cd "$root" && LLMSERVE_BIG_MODEL="$big_model" LLMSERVE_PREWARM_REPORT="$root/reports/bench_prewarm_raw.json" \
-        LLMSERVE_PREWARM_SAMPLES="${BENCH_PREWARM_SAMPLES:-1}" \
-        LLMSERVE_PREWARM_READ_BPS="${BENCH_PREWARM_READ_BPS-100mb 20mb}" molecule test -s prewarm) \
-      >"$root/reports/bench_prewarm.log" 2>&1; then
-    "$python" "$here/bench_prewarm.py" "$root/reports/bench_prewarm_raw.json" \
-      --json "$root/reports/bench_prewarm.json" || status=1
   else
-    echo "bench: the prewarm scenario failed; last lines of reports/bench_prewarm.log:" >&2
-    tail -n 40 "$root/reports/bench_prewarm.log" >&2
-    status=1
+    scenario_bench bench_prewarm prewarm LLMSERVE_PREWARM_REPORT bench_prewarm.py LLMSERVE_BIG_MODEL="$big_model" \
+      LLMSERVE_PREWARM_SAMPLES="${BENCH_PREWARM_SAMPLES:-1}" \
+      LLMSERVE_PREWARM_READ_BPS="${BENCH_PREWARM_READ_BPS-100mb 20mb}"
   fi
 fi
 if [ "${BENCH_NO_SWAP:-0}" != 1 ]; then
@@ -182,16 +183,7 @@ if [ "${BENCH_NO_SWAP:-0}" != 1 ]; then
 fi
 if [ "${BENCH_NO_SWAP_ROLE:-0}" != 1 ]; then
   echo "== revision change through site.yml: molecule test -s swap (log: reports/bench_swap_role.log)"
-  mkdir -p "$root/reports"; rm -f "$root/reports/bench_swap_role_raw.json"
-  if (cd "$root" && LLMSERVE_SWAP_REPORT="$root/reports/bench_swap_role_raw.json" \
-        LLMSERVE_SWAP_SAMPLES="${BENCH_SWAP_ROLE_SAMPLES:-2}" molecule test -s swap) \
-      >"$root/reports/bench_swap_role.log" 2>&1; then
-    "$python" "$here/bench_swap_role.py" "$root/reports/bench_swap_role_raw.json" \
-      --json "$root/reports/bench_swap_role.json" || status=1
-  else
-    echo "bench: the swap scenario failed; last lines of reports/bench_swap_role.log:" >&2
-    tail -n 40 "$root/reports/bench_swap_role.log" >&2
-    status=1
-  fi
+  scenario_bench bench_swap_role swap LLMSERVE_SWAP_REPORT bench_swap_role.py \
+    LLMSERVE_SWAP_SAMPLES="${BENCH_SWAP_ROLE_SAMPLES:-2}"
 fi
 exit "$status"
