@@ -303,7 +303,9 @@ def test_a_revision_swapped_into_the_running_server(revisions, tmp_path):
         before_sent = [chunk[1]["completion_tokens"] for chunk in chunks if chunk[0] <= sent]
         tokens_after_sent = LONG_TOKENS - (before_sent[-1] if before_sent else 0)
         assert tokens_after_sent >= LONG_TOKENS // 4, (tokens_after_sent, LONG_TOKENS)
-        assert ended <= returned
+        # both stamps are the client's: on a loaded machine the stream's thread may read its last chunk a little after
+        # the main thread read the update's answer, although the server finished the request first
+        assert ended <= returned + 0.5, (ended, returned)
         assert back["seconds"]["update"] >= ended - sent - 0.5
         assert server.generate()[0] == answer_a
         timings["swap_behind_long_request_s"] = back["seconds"]["update"]
