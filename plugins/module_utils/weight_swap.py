@@ -48,7 +48,12 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.endpoint_wait impo
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.gateway_worker import UrlError, canonical_url
 from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import json_request
-from ansible_collections.llmserve.sglang.plugins.module_utils.text import clean_text, mask_secrets, printable
+from ansible_collections.llmserve.sglang.plugins.module_utils.text import (
+    clean_text,
+    mask_secrets,
+    parse_systemctl_show,
+    printable,
+)
 
 # What a swap came to. Only SWAPPED is a success.
 SWAPPED = "swapped"            # 200, success, and the read-back shows the new revision
@@ -60,6 +65,12 @@ TIMEOUT = "timeout"            # no complete answer in time: the update may stil
 UNVERIFIED = "unverified"      # the server said success, but what it reports afterwards is not the revision asked
 BAD_ANSWER = "bad_answer"      # a redirect, a 5xx, a body that is no answer of SGLang's: state unknown
 OUTCOMES = (SWAPPED, REJECTED, UNSUPPORTED, UNAUTHORIZED, LOST, TIMEOUT, UNVERIFIED, BAD_ANSWER)
+
+# What the modules add before anything is sent (llmserve.sglang.weight_swap and weight_swap_node)
+CURRENT = "current"            # the server already serves the revision: nothing to send
+WOULD_SWAP = "would_swap"      # check mode
+INCOMPATIBLE = "incompatible"  # the two checkpoints differ in configuration or tensor layout: nothing sent
+MAX_SECONDS = 7 * 24 * 3600    # the longest timeout an option takes
 
 UPDATE_PATH = "/update_weights_from_disk"
 IDENTITY_KEYS = ("model_path", "served_model_name", "weight_version", "load_format")
@@ -364,7 +375,6 @@ def _sentence(result, said, base_url):
 # rank 0's result comes back. Checked with the real server on CPU (two nodes, one rank each): a rank 1 whose file was
 # cut died in its load while rank 0 answered 200 "Succeeded". So each other node reads its own account in its own
 # journal, where every rank that loads logs these lines (srt/model_executor/model_runner_components/weight_updater.py).
-RANK_LOAD_BEGIN = "Update engine weights online from disk begin."
 RANK_LOAD_END = "Update weights end."
 RANK_LOAD_FAILED = ("Failed to update weights", "Failed to get weights iterator", "Failed to get model loader",
                     "Traceback (most recent call last)")
@@ -386,10 +396,18 @@ def rank_load_state(lines, ranks=1):
     return (SWAPPED if ends >= ranks else None), ends
 
 
+def seconds_problem(name, value):
+    """The rule a timeout option ``name`` breaks (a finite number of seconds above 0, at most MAX_SECONDS), or None."""
+    # NaN and both infinities fail the comparison too
+    if 0 < value <= MAX_SECONDS:
+        return None
+    return "%s must be a finite number of seconds greater than 0 and at most %d, got %s" % (name, MAX_SECONDS, value)
+
+
 def read_unit(run, unit):
     """``{"active", "main_pid", "invocation_id"}`` of the systemd ``unit``; ``run(argv)`` answers ``(rc, out, err)``."""
-    rc, out, err = run(["systemctl", "show", unit, "-p", "ActiveState", "-p", "MainPID", "-p", "InvocationID"])
-    values = dict(line.split("=", 1) for line in (out or "").splitlines() if "=" in line)
+    rc, out, err = run(["systemctl", "show", "--no-pager", "-p", "ActiveState,MainPID,InvocationID", "--", unit])
+    values = parse_systemctl_show(out)
     try:
         pid = int(values.get("MainPID") or 0)
     except ValueError:

@@ -233,8 +233,6 @@ seconds:
   sample: {update: 41.2, verify: 0.02, total: 41.3}
 """
 
-import math
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import weight_swap
@@ -244,11 +242,6 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.http_client import
     build_fetcher,  # looked up at call time: the unit tests replace it with fake servers
 )
 from ansible_collections.llmserve.sglang.plugins.module_utils.text import mask_secrets, redact
-
-CURRENT = "current"
-WOULD_SWAP = "would_swap"
-INCOMPATIBLE = "incompatible"
-MAX_SECONDS = 7 * 24 * 3600
 
 
 def build_module():
@@ -284,10 +277,9 @@ def _empty_result(outcome=None, msg=""):
 def read_params(params):
     """``(error, keys)``: the first rule an option breaks (None when all hold) and the two keys."""
     for name in ("timeout", "read_timeout"):
-        value = params[name]
-        if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
-            return "%s must be a finite number of seconds greater than 0 and at most %d, got %s" % (
-                name, MAX_SECONDS, value), None
+        problem = weight_swap.seconds_problem(name, params[name])
+        if problem:
+            return problem, None
     if params["max_body_bytes"] < 1024:
         return "max_body_bytes must be 1024 or more, got %s" % params["max_body_bytes"], None
     keys = {}
@@ -312,7 +304,7 @@ def main():
     def finish(result, changed):
         result = redact(result, secrets)
         result["msg"] = mask_secrets(result["msg"], secrets)
-        if result["outcome"] in (weight_swap.SWAPPED, CURRENT, WOULD_SWAP):
+        if result["outcome"] in (weight_swap.SWAPPED, weight_swap.CURRENT, weight_swap.WOULD_SWAP):
             module.exit_json(changed=changed, **result)
         module.fail_json(changed=changed, **result)
 
@@ -324,7 +316,7 @@ def main():
         except weight_swap.SwapInputError as exc:
             module.fail_json(changed=False, **_empty_result(msg=str(exc)))
         if weight_swap.serves(before, p["model_path"], p["weight_version"]):
-            result = _empty_result(CURRENT, "%s already serves %s as weight_version %s" % (
+            result = _empty_result(weight_swap.CURRENT, "%s already serves %s as weight_version %s" % (
                 p["server_url"], p["model_path"], p["weight_version"]))
             result.update(before=before, served_models=served)
             finish(result, False)
@@ -333,14 +325,14 @@ def main():
         if p["current_model_path"]:
             compared = weight_swap.compare_checkpoints(p["current_model_path"], p["model_path"])
             if not compared["same_shape"]:
-                result = _empty_result(INCOMPATIBLE)
+                result = _empty_result(weight_swap.INCOMPATIBLE)
                 result.update(before=before, served_models=served, compared=compared, problems=list(compared["problems"]),
                               msg="%s cannot be swapped in for %s: %s" % (p["model_path"], p["current_model_path"],
                                                                           "; ".join(compared["problems"])))
                 finish(result, False)
 
         if module.check_mode:
-            result = _empty_result(WOULD_SWAP)
+            result = _empty_result(weight_swap.WOULD_SWAP)
             result.update(before=before, served_models=served, compared=compared,
                           problems=[problem] if problem else [],
                           msg="%s would be asked to load %s as weight_version %s" % (

@@ -128,15 +128,9 @@ seconds:
   type: float
 """
 
-import math
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmserve.sglang.plugins.module_utils import weight_swap
-
-MAX_SECONDS = 7 * 24 * 3600
-WOULD_SWAP = "would_swap"
-INCOMPATIBLE = "incompatible"
 
 
 def _result(outcome=None, msg="", **extra):
@@ -148,9 +142,9 @@ def _result(outcome=None, msg="", **extra):
 
 def read_params(params):
     """The first rule the options break, or None."""
-    if not (math.isfinite(params["timeout"]) and 0 < params["timeout"] <= MAX_SECONDS):
-        return "timeout must be a finite number of seconds greater than 0 and at most %d, got %s" % (
-            MAX_SECONDS, params["timeout"])
+    problem = weight_swap.seconds_problem("timeout", params["timeout"])
+    if problem:
+        return problem
     if params["ranks"] < 1:
         return "ranks must be 1 or more, got %d" % params["ranks"]
     if params["state"] == "prepared" and not params["model_path"]:
@@ -197,8 +191,9 @@ def main():
         if p["current_model_path"]:
             compared = weight_swap.compare_checkpoints(p["current_model_path"], p["model_path"])
             if not compared["same_shape"]:
-                module.fail_json(**_result(INCOMPATIBLE, "%s cannot be swapped in for %s on this node: %s" % (
-                    p["model_path"], p["current_model_path"], "; ".join(compared["problems"])),
+                module.fail_json(**_result(
+                    weight_swap.INCOMPATIBLE, "%s cannot be swapped in for %s on this node: %s" % (
+                        p["model_path"], p["current_model_path"], "; ".join(compared["problems"])),
                     compared=compared, problems=list(compared["problems"])))
         mark = {"main_pid": unit["main_pid"], "invocation_id": unit["invocation_id"],
                 "cursor": weight_swap.journal_cursor(run)}
@@ -207,8 +202,8 @@ def main():
 
     mark = dict(p["mark"], main_pid=int(p["mark"]["main_pid"]))
     if module.check_mode:
-        module.exit_json(changed=True, **_result(WOULD_SWAP, "%s would be watched for its ranks' load" % p["unit"],
-                                                 mark=mark))
+        module.exit_json(changed=True, **_result(
+            weight_swap.WOULD_SWAP, "%s would be watched for its ranks' load" % p["unit"], mark=mark))
     waited = weight_swap.wait_rank_load(run, p["unit"], mark, ranks=p["ranks"], timeout=p["timeout"])
     result = _result(waited["outcome"], waited["msg"], mark=mark, lines=waited["lines"], seconds=waited["seconds"])
     if waited["outcome"] != weight_swap.SWAPPED:

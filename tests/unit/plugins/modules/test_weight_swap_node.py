@@ -202,3 +202,13 @@ def test_rank_load_state():
     assert ws.rank_load_state([BEGIN], 1) == (None, 0)
     assert ws.rank_load_state([BEGIN, END, "Failed to update weights: boom.\nRolling back"], 1) == (ws.REJECTED, 1)
     assert ws.rank_load_state([END, END.replace("TP1", "TP2")], 3) == (None, 2)
+
+
+def test_read_unit_takes_a_unit_name_that_looks_like_an_option_as_a_name():
+    seen = []
+
+    def run(argv):
+        seen.append(argv)
+        return 0, "ActiveState=active\nMainPID=abc\nInvocationID=\n", ""
+    assert ws.read_unit(run, "-Hevil") == {"active": True, "main_pid": 0, "invocation_id": ""}
+    assert seen[0][-2:] == ["--", "-Hevil"]
