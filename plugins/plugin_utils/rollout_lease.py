@@ -192,8 +192,10 @@ def _deploy(s, gateways):
 
 
 def _sglang(s, gateways):
-    # sglang_server as a whole: the install first (pip has no timeout of its own: sglang_rollout_lock_install_seconds)
-    return s.seconds("sglang_rollout_lock_install_seconds") + _deploy(s, gateways)
+    # sglang_server as a whole: the install first (pip has no timeout of its own: sglang_rollout_lock_install_seconds),
+    # then, under site.yml (its step drains late), the drain in each gateway right before the swap or restart
+    return (s.seconds("sglang_rollout_lock_install_seconds") + s.seconds("sglang_rollout_drain_timeout") * gateways
+            + _deploy(s, gateways))
 
 
 def _hold(s, gateways):

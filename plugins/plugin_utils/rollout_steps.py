@@ -13,8 +13,14 @@ from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease impo
 
 # name: shown in the output; role: the role's name (FQCN); entry: its entry point (tasks_from, default main); vars:
 # the step's variables; tags: the tags that select it (and reach its tasks); phase: the lease renewed before it;
-# lock: the phase whose lease the role gets (ROLE_lock_owner, ROLE_lock_lease) to renew the lock itself
-STEP_KEYS = ("name", "role", "entry", "vars", "tags", "phase", "lock")
+# lock: the phase whose lease the role gets (ROLE_lock_owner, ROLE_lock_lease) to renew the lock itself;
+# drain: "late" when the step's role takes the host out of the gateways itself, right before its disruptive part
+STEP_KEYS = ("name", "role", "entry", "vars", "tags", "phase", "lock", "drain")
+# The role entry points that call the rollout's drain hook (ROLE_drain_hook) right before they take the server down or
+# load new weights into it, and the roles that may run before such a step: the rollout knows from their plan whether
+# they disrupt the host (nvidia_driver_plan.apply) and then drains before the steps as usual.
+LATE_DRAIN_STEPS = (("llmserve.sglang.sglang_server", "main"),)
+LATE_DRAIN_AFTER = ("llmserve.sglang.nvidia_driver",)
 # matched whole (fullmatch): "$" alone would let a trailing newline through
 _ROLE_NAME = re.compile(r"([a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*\.)?[a-z_][a-z0-9_]*")
 _ENTRY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -50,4 +56,34 @@ def step_problems(steps):
             if key in step and step[key] not in PHASES:
                 problems.append("%s.%s must be one of the lease phases %s, got %r."
                                 % (where, key, ", ".join(sorted(PHASES)), step[key]))
+    problems.extend(_late_drain_problems(steps))
+    return problems
+
+
+def _late_drain_problems(steps):
+    """A step with ``drain: late`` leaves the host in the gateways until its own disruptive part: only a role that
+    drains there may say so, once, and only after steps whose disruption the rollout can read from their plan."""
+    problems = []
+    late = [index for index, step in enumerate(steps) if isinstance(step, dict) and "drain" in step]
+    for index in late:
+        step = steps[index]
+        where = "sglang_rollout_steps[%d]" % index
+        if step["drain"] != "late":
+            problems.append("%s.drain must be 'late' (or left out: the host is drained before the steps), got %r."
+                            % (where, step["drain"]))
+            continue
+        if (step.get("role"), step.get("entry", "main")) not in LATE_DRAIN_STEPS:
+            problems.append("%s.drain: late needs a role entry point that drains the host itself right before it "
+                            "disrupts it (%s), got %s:%s." % (
+                                where, ", ".join("%s:%s" % pair for pair in LATE_DRAIN_STEPS),
+                                step.get("role"), step.get("entry", "main")))
+        before = [other.get("role") for other in steps[:index] if isinstance(other, dict)]
+        unknown = sorted(set(str(role) for role in before if role not in LATE_DRAIN_AFTER))
+        if unknown:
+            problems.append("%s.drain: late may only follow steps of %s (the rollout reads from their plan whether "
+                            "they disrupt the host); it follows %s." % (where, ", ".join(LATE_DRAIN_AFTER),
+                                                                        ", ".join(unknown)))
+    if len(late) > 1:
+        problems.append("sglang_rollout_steps: only one step may drain the host itself (drain: late), got %d "
+                        "(steps %s)." % (len(late), ", ".join(str(index) for index in late)))
     return problems

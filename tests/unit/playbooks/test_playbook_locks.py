@@ -240,13 +240,18 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
     assert "sglang_rollout_serial" in assert_["ansible.builtin.assert"]["that"]
     assert assert_["when"] == "__sglang_rollout_gateways | length > 0"
     assert out["ansible.builtin.include_tasks"] == {"file": "gateway_out.yml", "apply": {"tags": ["always"]}}
-    assert out["when"] == "__sglang_rollout_drains | bool"
+    # not when a step drains the host itself (site.yml: sglang_server, right before its swap or restart)
+    assert out["when"] == ["__sglang_rollout_drains | bool", "not __sglang_rollout_drain_late | bool"]
     assert renew["ansible.builtin.import_tasks"] == "renew.yml" and "__sglang_rollout_drains | bool" in renew["when"]
+    assert "not __sglang_rollout_drain_late | bool" in renew["when"]
     renew_in, back = rollout_tasks("rejoin")
     assert renew_in["ansible.builtin.import_tasks"] == "renew.yml" and renew_in["vars"]["sglang_rollout_phase"] == "rejoin"
     assert back["ansible.builtin.include_tasks"]["file"] == "gateway_in.yml"
-    # a renewal after the drain and before the way back in: whenever the gateway step runs, so does the renewal
-    assert out["when"] == renew_in["when"] == back["when"]
+    # a renewal after the drain and before the way back in: whenever the gateway step runs, early or late, so does the
+    # renewal
+    (late,) = rollout_tasks("drain_late")
+    assert late["ansible.builtin.include_tasks"] == {"file": "gateway_out.yml", "apply": {"tags": ["always"]}}
+    assert out["when"][0] == late["when"] == renew_in["when"] == back["when"]
     drains = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_drains"]
     variables = {"__sglang_rollout_gateways": ["gw"], "__sglang_rollout_rank0": True}
     serving = {"restart_needed": True, "serving": True}
@@ -258,6 +263,53 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
     assert render_text(drains, variables) is True
     assert render_text(drains, dict(variables, __sglang_rollout_gateways=[])) is False
     assert render_text(drains, dict(variables, __sglang_rollout_rank0=False)) is False
+
+
+def test_site_drains_from_inside_the_server_role_right_before_its_swap_or_restart():
+    _, change = site_plays()
+    (task,) = change["tasks"]
+    drains = [step for step in task["vars"]["sglang_rollout_steps"] if "drain" in step]
+    assert [(step["role"], step["drain"]) for step in drains] == [("llmserve.sglang.sglang_server", "late")]
+    variables = load("roles", "sglang_rollout", "vars", "main.yml")
+    late = variables["__sglang_rollout_drain_late"]
+    steps_ = task["vars"]["sglang_rollout_steps"]
+    assert render_text(late, {"sglang_rollout_steps": steps_}) is True
+    assert render_text(late, {"sglang_rollout_steps": steps_, "nvidia_driver_plan": {"apply": "none"}}) is True
+    # a driver reload or reboot takes the server down before the server's step: the host drains before the steps
+    for apply in ("reload", "reboot"):
+        assert render_text(late, {"sglang_rollout_steps": steps_, "nvidia_driver_plan": {"apply": apply}}) is False
+    assert render_text(late, {"sglang_rollout_steps": [dict(s, drain="x") if "drain" in s else s for s in steps_]}) is False
+    # the step gets the hook only when the rollout drains late (its lock, a lease lookup, is left out here)
+    hook = {"role": "llmserve.sglang.sglang_rollout", "tasks_from": "drain_late"}
+    step_vars = {k: trust_as_template(v) if isinstance(v, str) else v for k, v in variables.items()
+                 if k in ("__sglang_rollout_step_role_name", "__sglang_rollout_step_vars", "__sglang_rollout_drain_late")}
+    step = {k: v for k, v in drains[0].items() if k != "lock"}
+    base = dict(step_vars, sglang_rollout_steps=steps_, sglang_rollout_step=step)
+    rendered = render_text("{{ __sglang_rollout_step_vars }}", base)
+    assert rendered["sglang_server_drain_hook"] == hook
+    rendered = render_text("{{ __sglang_rollout_step_vars }}", dict(base, nvidia_driver_plan={"apply": "reboot"}))
+    assert "sglang_server_drain_hook" not in rendered
+    # in the role: after the install and the staging, before the renewal right before the swap and the restart
+    deploy = load("roles", "sglang_server", "tasks", "deploy.yml")
+    names = [t.get("name") for t in deploy]
+    (hook_task,) = [t for t in deploy if "ansible.builtin.include_role" in t]
+    index = deploy.index(hook_task)
+    assert names[index + 1] == "Renew the run's lock on this host right before the swap and the restart"
+    assert "block" in deploy[index + 2] and "rescue" in deploy[index + 2], "before everything the rollback undoes"
+    assert hook_task["ansible.builtin.include_role"] == {
+        "name": "{{ sglang_server_drain_hook.role }}", "tasks_from": "{{ sglang_server_drain_hook.tasks_from }}",
+        "apply": {"tags": ["always"]}}
+    when = hook_task["when"]
+    check = "{{ %s }}" % " and ".join("(%s)" % " ".join(w.split()) for w in when)
+    server = {"sglang_server_drain_hook": hook, "__sglang_server_swap_in_place": False,
+              "__sglang_server_restart_needed": True, "sglang_server_restart_policy": "on_change"}
+    assert render_text(check, server) is True
+    assert render_text(check, dict(server, __sglang_server_restart_needed=False)) is False
+    assert render_text(check, dict(server, __sglang_server_restart_needed=False, __sglang_server_swap_in_place=True))
+    assert render_text(check, dict(server, __sglang_server_restart_needed=False, sglang_server_probe_failed=True))
+    # restart policy never: the files change, the server runs on; nothing to drain for
+    assert render_text(check, dict(server, sglang_server_restart_policy="never")) is False
+    assert render_text(check, dict(server, sglang_server_drain_hook={})) is False
 
 
 def test_the_lock_is_renewed_for_the_prewarm_right_before_it_reads():

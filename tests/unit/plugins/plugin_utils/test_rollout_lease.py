@@ -188,10 +188,13 @@ def test_deploy_outlasts_the_restart_the_verification_and_a_rollback(scenario):
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_sglang_adds_the_install(scenario):
+def test_sglang_adds_the_install_and_the_late_drain(scenario):
     variables = variables_of(scenario)
     install = number(variables, "sglang_rollout_lock_install_seconds")
     assert lease("sglang", variables) >= install + lease("deploy", variables)
+    # site.yml drains the host from inside the role, right before its swap or restart: in each gateway
+    drain = number(variables, "sglang_rollout_drain_timeout")
+    assert lease("sglang", variables, 2) >= install + 2 * drain + lease("deploy", variables, 2)
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
