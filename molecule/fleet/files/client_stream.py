@@ -12,8 +12,8 @@ after a chunk with a finish_reason: a worker killed under it cuts the stream, an
 response it has begun to send. The gateway's `smg_worker_retries_total` (summed over its labels) is read from its
 metrics port before and after, so the summary says how many retries the gateway made to hide failures.
 
-Runs on the gateway host as root; the client key is the workers' key, read from the gateway's root-only
-environment file, so it is in no command line.
+CLIENT_MODEL names the model the requests ask for (default tiny-llama). Runs on the gateway host as root; the client
+key is the workers' key, read from the gateway's root-only environment file, so it is in no command line.
 """
 
 import http.client
@@ -36,6 +36,8 @@ STOP_FILE = "/tmp/client-stream-%s.stop" % NAME
 URL = os.environ.get("CLIENT_GATEWAY", "http://127.0.0.1:8000") + "/v1/chat/completions"
 METRICS_URL = os.environ.get("CLIENT_GATEWAY_METRICS", "http://127.0.0.1:29000") + "/metrics"
 KEY_FILE = os.environ.get("CLIENT_KEY_FILE", "/etc/sglang-gateway/sglang-gateway.env")
+# the name the workers serve the model under (the model scenario's workers serve it under their model link's path)
+MODEL = os.environ.get("CLIENT_MODEL", "tiny-llama")
 # label values are quoted and may hold "}" or an escaped quote
 RETRIES = re.compile(r'^smg_worker_retries_total(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\s+([0-9.eE+-]+)\s*$', re.M)
 with open(KEY_FILE) as handle:
@@ -65,7 +67,7 @@ def post(body):
 
 
 def short_request(entry):
-    body = {"model": "tiny-llama", "messages": [{"role": "user", "content": "Count to ten."}],
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "Count to ten."}],
             "max_tokens": 16, "temperature": 0}
     with urllib.request.urlopen(post(body), timeout=120) as response:
         answer = json.loads(response.read())
@@ -74,7 +76,7 @@ def short_request(entry):
 
 
 def stream_request(entry):
-    body = {"model": "tiny-llama", "messages": [{"role": "user", "content": "Count to a thousand."}],
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "Count to a thousand."}],
             "max_tokens": STREAM_TOKENS, "temperature": 0, "stream": True, "ignore_eos": True}
     chunks, finished, done = 0, None, False
     with urllib.request.urlopen(post(body), timeout=300) as response:
