@@ -266,7 +266,7 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
 
 
 def test_site_drains_from_inside_the_server_role_right_before_its_swap_or_restart():
-    _, change = site_plays()
+    change = site_plays()[1]
     (task,) = change["tasks"]
     drains = [step for step in task["vars"]["sglang_rollout_steps"] if "drain" in step]
     assert [(step["role"], step["drain"]) for step in drains] == [("llmserve.sglang.sglang_server", "late")]
