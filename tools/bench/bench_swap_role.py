@@ -9,7 +9,7 @@ the unit changes with the revision, so the unit keeps the model link and the gat
     python3 bench_swap_role.py MEASUREMENTS.json [--json OUT.json] [--max-ratio 0.3]
 
 Per worker and way, the medians of the phases of its rotation record (the host report's: drain, stop, start to
-ready, swapped in place, rejoin, out of rotation) over the measured changes (to B; the way back to A is not
+ready, swapped in place, rejoin, out of rotation, and what is left of it: the steps between) over the measured changes (to B; the way back to A is not
 counted), and the ratio of the time out of rotation in place / by restart. Verdict per worker: ratio <= --max-ratio,
 and every measured change went the way asked (a swap never restarted, a restart never swapped); exits 1 otherwise.
 bench_swap.py measures the server's mechanism alone (no drain, no gateway, no Ansible) beside it.
@@ -25,6 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_summary import closing_lines, ratio, scenario_main  # noqa: E402  pylint: disable=wrong-import-position
 
 PHASES = ("drain", "stop", "start", "swap", "rejoin", "out_of_rotation")
+# the rest of the window: the rollout's and the role's tasks between the drain and the rejoin (the verification, the
+# reports, the lock renewals), which both ways pay
+BETWEEN = "steps_between"
 WAYS = (("restart", "restart"), ("swap", "in place"))
 
 
@@ -35,6 +38,13 @@ def _number(value):
 def _median(values):
     values = [v for v in values if v is not None]
     return round(statistics.median(values), 2) if values else None
+
+
+def _between(phases):
+    """The time out of rotation that no measured phase accounts for (None when it is not known)."""
+    if phases["out_of_rotation"] is None:
+        return None
+    return round(phases["out_of_rotation"] - sum(phases[p] or 0.0 for p in PHASES if p != "out_of_rotation"), 3)
 
 
 def summarise(measurements, max_ratio=0.3):
@@ -53,6 +63,7 @@ def summarise(measurements, max_ratio=0.3):
                 problems.append("run %d (%s): %s %s" % (index, policy, worker,
                                                         "restarted" if restarted else "did not restart"))
             phases = {phase: _number(((record or {}).get(phase) or {}).get("seconds")) for phase in PHASES}
+            phases[BETWEEN] = _between(phases)
             if phases["out_of_rotation"] is None:
                 problems.append("run %d (%s): no time out of rotation for %s" % (index, policy, worker))
             numbers.setdefault(worker, {}).setdefault(policy, []).append(phases)
@@ -61,7 +72,7 @@ def summarise(measurements, max_ratio=0.3):
         block = {}
         for policy, _title in WAYS:
             runs = ways.get(policy) or []
-            block[policy] = dict((phase, _median([r[phase] for r in runs])) for phase in PHASES)
+            block[policy] = dict((phase, _median([r[phase] for r in runs])) for phase in PHASES + (BETWEEN,))
             block[policy]["samples"] = len(runs)
         block["ratio"] = ratio(block["swap"]["out_of_rotation"], block["restart"]["out_of_rotation"], 3)
         summary["workers"][worker] = block
@@ -79,8 +90,9 @@ def report_lines(summary):
         for policy, title in WAYS:
             n = block[policy]
             out.append("%-9s out of rotation %6s s = drain %s + stop %s + start to ready %s + swap %s + rejoin %s "
-                       "(+ steps between); %d sample(s)" % (title, n["out_of_rotation"], n["drain"], n["stop"],
-                                                            n["start"], n["swap"], n["rejoin"], n["samples"]))
+                       "+ steps between %s; %d sample(s)" % (title, n["out_of_rotation"], n["drain"], n["stop"],
+                                                             n["start"], n["swap"], n["rejoin"], n[BETWEEN],
+                                                             n["samples"]))
         out.append("ratio in place / restart: %s (target <= %s)" % (block["ratio"], summary["max_ratio"]))
     return out + closing_lines(summary)
 

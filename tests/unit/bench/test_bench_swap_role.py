@@ -46,9 +46,14 @@ def test_medians_ratio_and_verdicts_per_worker(tmp_path, capsys):
     assert w1["restart"]["out_of_rotation"] == 45.0 and w1["restart"]["start"] == 35.0 and w1["restart"]["samples"] == 2
     assert w1["swap"]["out_of_rotation"] == 7.0 and w1["swap"]["swap"] == 0.4
     assert w1["swap"]["start"] is None
+    # what no phase accounts for: 8.0 - 2.0 - 0.5 - 3.0 and 6.0 - 2.0 - 0.3 - 3.0, and 40 - 2 - 4 - 30 - 3, 50 - 2 - 4 - 40 - 3
+    assert w1["swap"]["steps_between"] == 1.6 and w1["restart"]["steps_between"] == 1.0
     assert w1["ratio"] == round(7.0 / 45.0, 3)
     assert summary["verdicts"] == {"ratio_w1": True, "ratio_w2": True, "every_change_as_asked": True}
-    assert "ratio in place / restart: 0.156 (target <= 0.3)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "ratio in place / restart: 0.156 (target <= 0.3)" in printed
+    assert "in place  out of rotation    7.0 s = drain 2.0 + stop None + start to ready None + swap 0.4 + rejoin 3.0 " \
+        "+ steps between 1.6; 2 sample(s)" in printed
 
 
 def test_a_slow_swap_or_a_change_that_went_another_way_fails():
