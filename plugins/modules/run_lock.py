@@ -67,6 +67,16 @@ options:
       - C(/run) is emptied by a reboot, so a run that reboots the host takes the lock again afterwards.
     type: path
     default: /run/llmserve/sglang.lock
+  max_holders:
+    description:
+      - With O(mode=shared), the most holders the lock may have at once, this one included (a counting semaphore). A
+        shared request waits while that many other live holders hold it (a holder whose lease ended does not
+        count). The rollout takes a gateway's lock this way, one holder per drained worker, so that no more workers
+        than the window are out of that gateway at once, across every run.
+      - V(0) (default) sets no limit. Ignored with O(mode=exclusive), by O(state=renewed) and O(state=released), and
+        when O(owner) already holds the lock (a renewal never waits).
+    type: int
+    default: 0
   lease:
     description:
       - Seconds this holder keeps the lock without renewing it. After that, another run may take it over.
@@ -124,6 +134,14 @@ EXAMPLES = r"""
   llmserve.sglang.run_lock:
     owner: "{{ awx_job_id | default('audit') }}"
     mode: shared
+
+- name: Take one of the 2 slots of a gateway's worker window (waits while two other workers are out)
+  llmserve.sglang.run_lock:
+    path: /run/llmserve/sglang-gateway.lock
+    owner: "{{ awx_job_id | default('manual') }} drain {{ inventory_hostname }}"
+    mode: shared
+    max_holders: 2
+    wait: 3600
 
 - name: Release the deployment lock
   llmserve.sglang.run_lock:
@@ -502,6 +520,9 @@ def check_params(module):
                          % (MAX_OWNER, owner[:MAX_OWNER]))
     if not os.path.isabs(p["path"]):
         module.fail_json(msg="path must be absolute; got %r" % p["path"])
+    if p["max_holders"] < 0:
+        module.fail_json(msg="max_holders must be 0 (no limit) or the most holders of a shared lock; got %d"
+                         % p["max_holders"])
     for name, low, inclusive in (("lease", 0.0, False), ("wait", 0.0, True), ("interval", 0.0, False),
                                  ("stale_after", 0.0, False)):
         value = p[name]
@@ -516,6 +537,7 @@ def build_module():
             state=dict(type="str", default="acquired", choices=["acquired", "renewed", "released"]),
             owner=dict(type="str", required=True),
             mode=dict(type="str", default="exclusive", choices=["exclusive", "shared"]),
+            max_holders=dict(type="int", default=0),
             path=dict(type="path", default="/run/llmserve/sglang.lock"),
             lease=dict(type="float", default=300),
             wait=dict(type="float", default=600),
@@ -577,8 +599,10 @@ def renew(module, path, owner, lease, stale_after, result):
         result.update(mode=lock.mode, expires=holder["expires"])
 
 
-def try_acquire(module, path, owner, mode, lease, stale_after, result, first):
+def try_acquire(module, path, owner, mode, lease, stale_after, result, first, max_holders=0):
     """One attempt under the guard: None when this run holds the lock now, else (held mode, holders in the way).
+
+    ``max_holders`` (shared only): a new shared holder waits while that many other live holders hold the lock.
 
     An empty list of holders means the directory changed under us (a run of an earlier version): look again.
     """
@@ -599,6 +623,8 @@ def try_acquire(module, path, owner, mode, lease, stale_after, result, first):
         abandoned = [h for h in lock.others(owner) if h["_abandoned"]]
         held_mode = lock.mode if lock.format == FORMAT else "exclusive"
         if alive and (mode == "exclusive" or held_mode == "exclusive"):
+            return held_mode, alive
+        if mode == "shared" and max_holders and not mine and len(alive) >= max_holders:
             return held_mode, alive
         # this owner holding the lock exclusively and asking for shared keeps the stronger mode
         new_mode = "exclusive" if mode == "exclusive" or (mine and held_mode == "exclusive") else "shared"
@@ -624,7 +650,8 @@ def acquire(module, path, owner, result):
     start = time.monotonic()
     first = True
     while True:
-        conflict = try_acquire(module, path, owner, p["mode"], p["lease"], p["stale_after"], result, first)
+        conflict = try_acquire(module, path, owner, p["mode"], p["lease"], p["stale_after"], result, first,
+                               max_holders=p["max_holders"] if p["mode"] == "shared" else 0)
         first = False
         waited = time.monotonic() - start
         result["waited"] = round(waited, 3)
@@ -636,6 +663,11 @@ def acquire(module, path, owner, result):
                 raise LockError("the lock %s kept changing under run %s (runs of an earlier module version?); "
                                 "waited %.0f s" % (path, printable(owner, MAX_OWNER), waited))
             now = Now()
+            if p["mode"] == "shared" and held_mode == "shared":
+                raise LockError(
+                    "the lock %s has %d shared holders, max_holders=%d: %s; waited %.0f s for a free slot. A holder "
+                    "that died frees its slot when its lease ends." % (
+                        path, len(holders), p["max_holders"], "; ".join(describe(h, now) for h in holders), waited))
             raise LockError(
                 "another run holds the lock %s (%s): %s; waited %.0f s for a %s hold. Let it finish; a run that "
                 "died loses the lock when its lease ends." % (

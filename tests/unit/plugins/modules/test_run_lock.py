@@ -219,6 +219,27 @@ def test_exclusive_and_shared_holds_never_overlap_under_contention(tmp_path):
                     trial["trial"], one["owner"], other["owner"])
 
 
+def test_never_more_shared_holders_than_max_holders_under_contention(tmp_path):
+    """8 workers asking for one of 3 slots at once, each holding 0.3 s: at no moment more than 3 hold the lock, and
+    the slots are used (holds long enough to overlap, whatever the jitter of the file-system changes)."""
+    path = str(tmp_path / "race.lock")
+    contenders = [{"args": {"path": path, "owner": "run drain w%d" % i, "mode": "shared", "max_holders": 3,
+                            "wait": 60, "interval": 0.01}, "hold": 0.3} for i in range(8)]
+    trials = contend(tmp_path, "free", contenders, trials=3)
+    for trial in trials:
+        holds = trial["contenders"]
+        assert all(c["ok"] and c["released"] for c in holds), holds
+        assert trial["lock_left"] is None, "the last release must remove the lock"
+        moments = sorted([(c["held_from"], 1) for c in holds] + [(c["held_until"], -1) for c in holds],
+                         key=lambda m: (m[0], m[1]))
+        level = peak = 0
+        for _moment, step in moments:
+            level += step
+            peak = max(peak, level)
+        assert peak <= 3, "trial %d: %d workers held the window of 3 at once" % (trial["trial"], peak)
+        assert peak >= 2, "the slots are shared: more than one worker should hold at once"
+
+
 # --- leases -------------------------------------------------------------------------------------------------------
 
 def test_dead_run_is_detected_when_its_lease_ends(lock, run):
@@ -421,6 +442,44 @@ def test_each_shared_holder_has_its_own_lease(lock, run):
     run({"path": lock, "owner": "audit-3", "state": "released"})
     out = run({"path": lock, "owner": "site-1", "wait": 0})
     assert not out.get("failed") and out["taken_over"] is False
+
+
+def test_max_holders_counts_the_shared_holders(lock, run, start):
+    """A counting semaphore: two slots, a third shared request waits for a free one; a renewal never waits."""
+    for owner in ("run drain w1", "run drain w2"):
+        out = run({"path": lock, "owner": owner, "mode": "shared", "max_holders": 2, "wait": 0})
+        assert not out.get("failed") and out["mode"] == "shared", out
+    refused = run({"path": lock, "owner": "run drain w3", "mode": "shared", "max_holders": 2, "wait": 0.3,
+                   "interval": 0.1})
+    assert refused["failed"] is True
+    assert "has 2 shared holders, max_holders=2" in refused["msg"] and "run drain w1" in refused["msg"]
+    assert "waited" in refused["msg"] and "for a free slot" in refused["msg"]
+    again = run({"path": lock, "owner": "run drain w2", "mode": "shared", "max_holders": 2, "wait": 0})
+    assert not again.get("failed"), "a holder taking its slot again renews it"
+    waiter = start({"path": lock, "owner": "run drain w3", "mode": "shared", "max_holders": 2, "wait": 20,
+                    "interval": 0.1})
+    time.sleep(1.0)
+    assert waiter.proc.poll() is None, "the third worker waits while both slots are taken"
+    run({"path": lock, "owner": "run drain w1", "state": "released"})
+    out = waiter()
+    assert not out.get("failed") and owners(lock) == ["run drain w2", "run drain w3"]
+    # without a limit, and for a limit the holders already exceed, shared holders join as before
+    assert not run({"path": lock, "owner": "audit", "mode": "shared", "wait": 0}).get("failed")
+    assert run({"path": lock, "owner": "run drain w4", "mode": "shared", "max_holders": 3, "wait": 0})["failed"]
+
+
+def test_max_holders_does_not_count_a_holder_whose_lease_ended(lock, run):
+    run({"path": lock, "owner": "run-dead drain w1", "mode": "shared", "max_holders": 1, "lease": 2})
+    assert run({"path": lock, "owner": "run drain w2", "mode": "shared", "max_holders": 1, "wait": 0})["failed"]
+    time.sleep(2.5)
+    out = run({"path": lock, "owner": "run drain w2", "mode": "shared", "max_holders": 1, "wait": 0})
+    assert not out.get("failed") and out["taken_over_from"][0]["owner"] == "run-dead drain w1"
+    assert owners(lock) == ["run drain w2"]
+
+
+def test_max_holders_must_not_be_negative(lock, run):
+    out = run({"path": lock, "owner": "x", "mode": "shared", "max_holders": -1})
+    assert out["failed"] is True and "max_holders must be 0 (no limit)" in out["msg"]
 
 
 def test_exclusive_holder_asking_for_shared_keeps_exclusive(lock, run):
