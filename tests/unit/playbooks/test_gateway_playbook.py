@@ -26,7 +26,11 @@ from ansible_collections.llmserve.sglang.tests.unit.collection_tree import colle
 
 
 def gateway_play():
-    return load("playbooks", "gateway.yml")[1]
+    plays = load("playbooks", "gateway.yml")
+    # the refusal of a sliced AWX run, the worker addresses, then the gateways
+    assert [p.get("ansible.builtin.import_playbook") for p in plays[:2]] == ["plays/unsliced.yml",
+                                                                            "plays/worker_addresses.yml"]
+    return plays[2]
 
 
 def test_the_role_runs_between_taking_and_releasing_the_lock():

@@ -73,7 +73,10 @@ def site_plays():
     """site.yml's imported model staging, plan play, the imported gateway view, the change play, the imported
     rejoin play and the imported monitoring."""
     plays = load("playbooks", "site.yml")
-    assert len(plays) == 6
+    assert len(plays) == 7
+    # first the refusal of a sliced AWX run (tests/unit/playbooks/test_unsliced.py)
+    assert plays[0]["ansible.builtin.import_playbook"] == "plays/unsliced.yml"
+    plays = plays[1:]
     assert plays[0]["ansible.builtin.import_playbook"] == "plays/model.yml"
     assert plays[2]["ansible.builtin.import_playbook"] == "plays/gateway_view.yml"
     assert plays[4]["ansible.builtin.import_playbook"] == "plays/gateway_rejoin.yml"
@@ -445,7 +448,7 @@ def test_no_inline_defaults_for_the_rollout_variables():
 
 def test_restart_drains_renews_restarts_and_puts_back():
     imported = [p["ansible.builtin.import_playbook"] for p in load("playbooks", "restart.yml") if "tasks" not in p]
-    assert imported == ["plays/gateway_view.yml", "plays/rollout_order.yml"]
+    assert imported == ["plays/unsliced.yml", "plays/gateway_view.yml", "plays/rollout_order.yml"]
     (restart,) = [p for p in load("playbooks", "restart.yml") if "tasks" in p]
     # the restart stage is the change stage's task file: drain, the steps (a renewal right before each), rejoin, end
     assert rollout_of(restart) == ("restart", ["sglang_server:restart(restart)"])
@@ -486,7 +489,8 @@ def test_restart_and_rollback_order_every_server_of_the_run():
 
 
 def test_rollback_restores_right_after_taking_the_lock():
-    assert load("playbooks", "rollback.yml")[0]["ansible.builtin.import_playbook"] == "plays/rollout_order.yml"
+    assert [p["ansible.builtin.import_playbook"] for p in load("playbooks", "rollback.yml")[:2]] == [
+        "plays/unsliced.yml", "plays/rollout_order.yml"]
     (rollback,) = [p for p in load("playbooks", "rollback.yml") if "tasks" in p]
     assert rollout_of(rollback) == ("rollback", ["sglang_server:rollback"])
     assert stage_steps("rollback") == ["rollout:budgets", "rollout:begin(rollback)", "rollout:steps", "rollout:end"]
