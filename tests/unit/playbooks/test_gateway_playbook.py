@@ -28,8 +28,8 @@ from ansible_collections.llmserve.sglang.tests.unit.collection_tree import colle
 def gateway_play():
     plays = load("playbooks", "gateway.yml")
     # the refusal of a sliced AWX run, the worker addresses, then the gateways
-    assert [p.get("ansible.builtin.import_playbook") for p in plays[:2]] == ["plays/unsliced.yml",
-                                                                            "plays/worker_addresses.yml"]
+    imported = [p.get("ansible.builtin.import_playbook") for p in plays[:2]]
+    assert imported == ["plays/unsliced.yml", "plays/worker_addresses.yml"]
     return plays[2]
 
 
