@@ -654,6 +654,9 @@ def _rollout_cases():
         case("vars-not-dict", [dict(good, vars=["a"])]),
         case("tags-not-list", [dict(good, tags="x")]),
         case("lease-unknown", [dict(good, lease="forever")]),
+        case("drain-not-late", [dict(good, entry="main", drain="early")]),
+        case("drain-late-entry", [dict(good, drain="late")]),
+        case("drain-late-after", [{"role": "local_role"}, dict(good, entry="main", drain="late")]),
     ]
 
 
