@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -23,15 +24,20 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 COORDINATING = ("site", "restart", "rollback", "gateway")
 
 
-def _run(tmp_path, playbook, extra):
-    (tmp_path / "inventory.json").write_text(json.dumps({"all": {"children": {"sglang_servers": {"hosts": {}}}}}))
+def _run(tmp_path, playbook, extra, *args):
+    """The playbook against an inventory of two hosts that no later play targets (group other): the guard play runs
+    on the run's hosts (hosts: all, once), the plays after it find none of theirs. Connection local: nothing connects
+    before the guard, which needs no connection."""
+    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+                         "children": {"other": {"hosts": {"host-a": {}, "host-b": {}}},
+                                      "sglang_servers": {"hosts": {}}}}}
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
     (tmp_path / "extra.json").write_text(json.dumps(extra))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path(), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCALHOST_WARNING="false",
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+               ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCALHOST_WARNING="false")
     return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
                            "-i", str(tmp_path / "inventory.json"), os.path.join(ROOT, "playbooks", playbook + ".yml"),
-                           "-e", "@" + str(tmp_path / "extra.json"), "--tags", "nothing-else"],
+                           "-e", "@" + str(tmp_path / "extra.json"), "--tags", "nothing-else"] + list(args),
                           capture_output=True, text=True, env=env, check=False, timeout=300)
 
 
@@ -52,7 +58,17 @@ def test_a_slice_is_refused_first(tmp_path, playbook):
     assert len(plays) == 1 and plays[0].startswith("PLAY [Refuse to run as a slice of a sliced AWX job]"), plays
     ran = [line for line in out.stdout.splitlines() if line.startswith("TASK [")]
     assert ran[-1].startswith("TASK [llmserve.sglang.sglang_rollout : Refuse a sliced run of a playbook"), ran
-    assert "PLAY RECAP" in out.stdout and "localhost" in out.stdout.split("PLAY RECAP")[1]
+    recap = out.stdout.split("PLAY RECAP")[1]
+    assert re.search(r"host-a\s+:\s+ok=\d+\s+changed=0\s+unreachable=0\s+failed=1", recap), recap
+
+
+def test_a_slice_with_a_limit_is_refused_too(tmp_path):
+    """AWX jobs often carry a limit: localhost is then not in the run, the run's hosts are."""
+    out = _run(tmp_path, "site", SLICE, "--limit", "host-b")
+    assert out.returncode != 0 and "This run looks like one slice of a sliced AWX job" in out.stdout
+    # once, and the whole run stops (any_errors_fatal)
+    assert re.findall(r"^fatal: \[([^]]+)\]", out.stdout, re.M) == ["host-b"]
+    assert "PLAY [Fetch, verify and stage" not in out.stdout
 
 
 def test_the_older_tower_names_count_too(tmp_path):
