@@ -651,7 +651,7 @@ def acquire(module, path, owner, result):
     first = True
     while True:
         conflict = try_acquire(module, path, owner, p["mode"], p["lease"], p["stale_after"], result, first,
-                               max_holders=p["max_holders"] if p["mode"] == "shared" else 0)
+                               max_holders=p["max_holders"])
         first = False
         waited = time.monotonic() - start
         result["waited"] = round(waited, 3)

@@ -9,8 +9,8 @@ the unit changes with the revision, so the unit keeps the model link and the gat
     python3 bench_swap_role.py MEASUREMENTS.json [--json OUT.json] [--max-ratio 0.3]
 
 Per worker and way, the medians of the phases of its rotation record (the host report's: drain, stop, start to
-ready, swapped in place, rejoin, out of rotation, and what is left of it: the steps between) over the measured changes (to B; the way back to A is not
-counted), and the ratio of the time out of rotation in place / by restart. Verdict per worker: ratio <= --max-ratio,
+ready, swapped in place, rejoin, out of rotation, and what is left of it: the steps between) over the measured
+changes (to B; the way back to A is not counted), and the ratio of the time out of rotation in place / by restart. Verdict per worker: ratio <= --max-ratio,
 and every measured change went the way asked (a swap never restarted, a restart never swapped); exits 1 otherwise.
 bench_swap.py measures the server's mechanism alone (no drain, no gateway, no Ansible) beside it.
 """
