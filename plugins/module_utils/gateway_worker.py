@@ -20,11 +20,15 @@ What smg 1.13.0 does, as seen on the real gateway (tests/functional/gateway):
 * ``GET /get_loads`` is no drain signal: it serves the load monitor's cache of each worker's ``/v1/loads``
   (refreshed every 10 s, one entry per DP rank) and only for workers still registered.
 
-So the drain is complete when the gateway no longer lists the worker (its own in-flight count reached 0) and the
-worker itself reports no request running or waiting: SGLang's ``/v1/loads`` (``num_running_reqs`` +
-``num_waiting_reqs`` of every DP rank; needs the worker's API key), or ``sglang:num_running_reqs`` +
-``sglang:num_queue_reqs`` on ``/metrics`` (needs ``--enable-metrics``). Only the worker knows about requests that
-reached it by another way (a second gateway, a direct client).
+* A draining entry's ``load`` reaches 0 as its last request ends; smg then keeps listing it for a fixed settle time
+  (``--drain-settle-secs``, 5 s) before dropping it. Nothing is routed to it in that time (tests/functional/gateway).
+
+So the drain is complete when the gateway no longer routes to the worker and has nothing in flight to it (the entry
+is gone, or it is ``draining`` with ``load`` 0 at two readings QUIET_CONFIRM_SECONDS apart) and the worker itself
+reports no request running or waiting: SGLang's ``/v1/loads`` (``num_running_reqs`` + ``num_waiting_reqs`` of every
+DP rank; needs the worker's API key), or ``sglang:num_running_reqs`` + ``sglang:num_queue_reqs`` on ``/metrics``
+(needs ``--enable-metrics``). Only the worker knows about requests that reached it by another way (a second gateway,
+a direct client).
 
 Everything here takes its HTTP calls, clock and sleep from the caller, so it is unit-tested without a network.
 Stdlib and ansible.module_utils only; importable on Python 3.9+ managed hosts.
@@ -54,6 +58,8 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.text import (
 
 READY = "ready"
 DRAINING = "draining"
+# A drained entry smg still lists must be seen without requests twice this far apart (see WorkerChange._drain)
+QUIET_CONFIRM_SECONDS = 0.5
 WORKER_LOAD_SOURCES = ("auto", "v1_loads", "metrics", "none")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
@@ -476,7 +482,7 @@ class WorkerChange(object):
         result = {"changed": False, "state": "absent", "worker_url": url, "worker_id": None, "worker_ids": [],
                   "removed": False, "drained": None, "drain_seconds": 0.0,
                   "in_flight": {"at_removal": None, "at_end": None}, "worker_load_source": None,
-                  "healthy_workers_left": None, "removed_at": None, "drain_ended_at": None}
+                  "healthy_workers_left": None, "removed_at": None, "drain_ended_at": None, "settling": False}
         listed = self._list(result)
         targets = find_workers(listed, p["worker_key"])
         others = [item for item in listed if not any(item is t for t in targets)]
@@ -534,8 +540,10 @@ class WorkerChange(object):
         engine_problem = None
         gateway_problem = None
         listed_ids = result["worker_ids"]
+        quiet_since = None
         while True:
             gone = False
+            quiet = False
             try:
                 listed = self.api.list_workers(self._timeout(deadline))
                 gateway_problem = None
@@ -543,6 +551,9 @@ class WorkerChange(object):
                 gateway_count = gateway_load(targets) if targets else 0
                 listed_ids = [t.get("id") for t in targets]
                 gone = not targets
+                # smg routes nothing new to an entry it marked draining and counts its own requests to it live: at 0
+                # it only keeps the entry for its fixed settle time (5 s) before dropping it
+                quiet = not gone and gateway_count == 0 and all(is_draining(t) for t in targets)
                 result["healthy_workers_left"] = len(peers(listed, targets or [self.template]))
             except GatewayError as exc:
                 if exc.fatal:
@@ -551,35 +562,50 @@ class WorkerChange(object):
                     raise Outcome("%s was removed, but watching its drain failed: %s" % (url, exc.message), result,
                                   failed=True, warnings=self.warnings)
                 gateway_problem = exc.message
-            if gone:
+            if gone or quiet:
                 engine, engine_problem, fatal = self.api.worker_load(self._timeout(deadline))
                 result["worker_load_source"] = self.api.load_source_used
-                if engine is None and engine_problem is None or engine == 0:
+                idle = engine == 0 or (engine is None and engine_problem is None)
+                if fatal or (gone and idle):
                     break
-                if fatal:
-                    break
+                if quiet and idle:
+                    # seen quiet twice, QUIET_CONFIRM_SECONDS apart: a request smg picked this worker for just before
+                    # it marked the entry is counted by then
+                    now = self.clock()
+                    if quiet_since is None:
+                        quiet_since = now
+                    elif now - quiet_since >= QUIET_CONFIRM_SECONDS:
+                        break
+                else:
+                    quiet_since = None
+            else:
+                quiet_since = None
             if deadline.expired():
                 break
             self._pause(deadline)
+        let_go = gone or quiet
         result["drain_seconds"] = round(self.clock() - started, 3)
         result["drain_ended_at"] = round(self.wall(), 6)
-        result["removed"] = gone
-        result["in_flight"]["at_end"] = {"gateway": 0 if gone else gateway_count, "worker": engine if gone else None}
-        result["drained"] = gone and (engine == 0 or (engine is None and engine_problem is None))
+        result["removed"] = let_go
+        result["settling"] = quiet and not gone
+        result["in_flight"]["at_end"] = {"gateway": 0 if let_go else gateway_count, "worker": engine if let_go else None}
+        result["drained"] = let_go and (engine == 0 or (engine is None and engine_problem is None))
         if result["drained"]:
             raise Outcome("%s removed from the gateway and drained in %.1f s (in flight at removal: gateway %s, "
-                          "worker %s; %d healthy worker(s) left)"
+                          "worker %s; %d healthy worker(s) left)%s"
                           % (url, result["drain_seconds"], _count(result["in_flight"]["at_removal"]["gateway"]),
-                             _count(result["in_flight"]["at_removal"]["worker"]), result["healthy_workers_left"]),
+                             _count(result["in_flight"]["at_removal"]["worker"]), result["healthy_workers_left"],
+                             "; the gateway lists it as draining with nothing in flight until it drops the entry"
+                             if result["settling"] else ""),
                           result, warnings=self.warnings)
-        if not gone:
+        if not let_go:
             still = "the gateway still lists it (ids %s) with %s request(s) in flight%s" % (
                 ", ".join(str(i) for i in listed_ids), _count(gateway_count),
                 "; last error: %s" % gateway_problem if gateway_problem else "")
         elif engine_problem:
-            still = "the gateway no longer lists it, but its own load cannot be read: %s" % engine_problem
+            still = "the gateway no longer routes to it, but its own load cannot be read: %s" % engine_problem
         else:
-            still = "the gateway no longer lists it, but %s request(s) are still running or waiting on the worker " \
+            still = "the gateway no longer routes to it, but %s request(s) are still running or waiting on the worker " \
                     "(sent by another client or gateway)" % _count(engine)
         msg = "%s was not drained within drain_timeout=%s s: %s" % (url, _seconds(p["drain_timeout"]), still)
         if p["drain_timeout_action"] == "continue":

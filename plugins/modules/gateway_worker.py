@@ -16,10 +16,12 @@ description:
     C(llmserve.sglang.sglang_gateway)) through its control plane, so that a worker can be restarted without
     dropping a request.
   - With O(state=absent) the worker is found by its URL in C(GET /workers) and removed with C(DELETE /workers/{id}).
-    smg then stops sending it new requests, marks it C(draining) and lists it until the requests it has in flight to
-    it are done. The module waits, up to O(drain_timeout), until the gateway no longer lists the worker B(and) the
-    worker itself reports no request running or waiting (see O(worker_load_source)), because requests that reached
-    it by another way (a second gateway, a direct client) are only known to the worker.
+    smg then stops sending it new requests, marks it C(draining), counts down the requests it has in flight to it
+    and drops the entry a fixed settle time (5 s) after the last one ended. The module waits, up to O(drain_timeout),
+    until the gateway has let go of the worker - the entry is gone, or it is C(draining) with no request in flight at
+    two readings half a second apart, so the settle time is not waited for - B(and) the worker itself reports no
+    request running or waiting (see O(worker_load_source)), because requests that reached it by another way (a second
+    gateway, a direct client) are only known to the worker.
   - It refuses to remove a worker, and changes nothing, when fewer than O(min_healthy) other healthy workers of the
     same model and worker type would be left; so it never takes out the last one that serves.
   - With O(state=present) the worker is registered with C(POST /workers) (URL and O(worker_api_key)) unless the
@@ -107,14 +109,14 @@ options:
     default: 300
   worker_load_source:
     description:
-      - Where the worker's own count of requests in flight comes from, once the gateway no longer lists it.
+      - Where the worker's own count of requests in flight comes from, once the gateway has let go of it.
       - V(v1_loads) - SGLang's C(GET /v1/loads), C(num_running_reqs) plus C(num_waiting_reqs) of every DP rank, read
         with O(worker_api_key). Always there in SGLang 0.5.23.
       - V(metrics) - C(sglang:num_running_reqs) plus C(sglang:num_queue_reqs) on C(GET /metrics) (needs the worker's
         C(--enable-metrics); no key).
       - V(auto) - V(v1_loads); V(metrics) when C(/v1/loads) does not exist or no O(worker_api_key) is given and
         the worker wants one.
-      - V(none) - trust the gateway alone (its own in-flight count reaches 0 before it lets go of the worker).
+      - V(none) - trust the gateway alone (its own in-flight count reaches 0 before it drops the worker).
         Requests sent to the worker by anything else are then not waited for.
       - A worker whose port is closed counts as having no request. When the load cannot be read at all before the
         removal (wrong key, endpoint missing), nothing is changed.
@@ -223,12 +225,21 @@ worker:
   sample: {id: 01a22e81-cbb9-73ce-99c2-2a1ac64401f4, url: "http://10.0.0.5:30000", status: ready, is_healthy: true,
            load: 3, model_id: qwen, worker_type: regular}
 removed:
-  description: Whether the gateway no longer lists the worker at the end (also when it never did).
+  description:
+    - Whether the gateway had let go of the worker at the end - it no longer lists it (also when it never did), or
+      lists it as C(draining) with nothing in flight (RV(settling)).
+  returned: when O(state=absent)
+  type: bool
+settling:
+  description:
+    - Whether the gateway still listed the drained worker (C(draining), nothing in flight) at the end; smg drops the
+      entry after its settle time, and O(state=present) registers the worker again once it has.
   returned: when O(state=absent)
   type: bool
 drained:
   description:
-    - Whether the worker was drained - the gateway let go of it and it has no request running or waiting.
+    - Whether the worker was drained - the gateway let go of it (RV(removed)) and it has no request running or
+      waiting.
       V(null) when it was not registered (or in check mode).
   returned: when O(state=absent)
   type: bool

@@ -373,10 +373,13 @@ class Clock(object):
 
 
 class FakeGateway(object):
-    """smg's behaviour as seen on the real one: DELETE marks draining, the entry goes once its load is 0 (here: at
-    ``drained_at``); POST registers after ``register_after`` seconds (pending until then, GET /workers/{id} only)."""
+    """smg's behaviour as seen on the real one: DELETE marks draining, the entry goes its settle time after its load
+    reached 0 (here: at ``drained_at``); POST registers after ``register_after`` seconds (pending until then,
+    GET /workers/{id} only). ``draining_loads``: the ``load`` of a draining entry at successive listings (the last
+    one stays); without it the entry keeps the load it had."""
 
-    def __init__(self, clock, workers, engine=None, drained_at=None, register_after=0.0, engine_zero_at=None):
+    def __init__(self, clock, workers, engine=None, drained_at=None, register_after=0.0, engine_zero_at=None,
+                 draining_loads=None):
         self.clock = clock
         self.workers = [dict(w) for w in workers]
         self.engine = engine
@@ -387,12 +390,15 @@ class FakeGateway(object):
         self.calls = []
         self.load_source_used = None
         self.errors = []
+        self.draining_loads = list(draining_loads or [])
 
     def _tick(self):
         now = self.clock()
         for w in list(self.workers):
             if w.get("status") == "draining" and self.drained_at is not None and now >= self.drained_at:
                 self.workers.remove(w)
+            elif w.get("status") == "draining" and self.draining_loads:
+                w["load"] = self.draining_loads.pop(0) if len(self.draining_loads) > 1 else self.draining_loads[0]
         for wid, (url, at) in list(self.pending.items()):
             if now >= at:
                 del self.pending[wid]
@@ -472,6 +478,57 @@ def test_absent_waits_for_the_gateway_and_then_the_worker():
     assert "drained in 8.0 s (in flight at removal: gateway 2, worker 2; 1 healthy worker(s) left)" in out.msg
 
 
+def test_absent_ends_once_the_draining_entry_is_quiet_without_waiting_for_the_settle_time():
+    # smg: the last request ends at 1003, the entry goes at 1008; seen quiet at 1003 and again at 1004: drained
+    clock = Clock()
+    fake = FakeGateway(clock, [entry(A, "a", load=2), entry(B, "b")], engine=0, drained_at=1008.0,
+                       draining_loads=[2, 2, 1, 0])
+    out = run(fake, clock)
+    r = out.result
+    assert not out.failed, out.msg
+    assert r["drained"] is True and r["removed"] is True and r["settling"] is True
+    assert r["drain_seconds"] == 4.0 and clock.now == 1004.0
+    assert r["in_flight"] == {"at_removal": {"gateway": 2, "worker": 0}, "at_end": {"gateway": 0, "worker": 0}}
+    assert "lists it as draining with nothing in flight" in out.msg
+    # the worker is asked only while the gateway is quiet: once at the removal, then at 1003 and 1004
+    assert fake.calls.count("load") == 3
+
+
+def test_absent_quiet_must_hold_at_two_readings_apart():
+    # a request counted between the two quiet readings starts the confirmation over
+    clock = Clock()
+    fake = FakeGateway(clock, [entry(A, "a", load=1), entry(B, "b")], engine=0, drained_at=1020.0,
+                       draining_loads=[0, 1, 0, 0])
+    out = run(fake, clock, interval=0.25)
+    assert not out.failed and out.result["settling"] is True
+    # quiet at 1000, a request at 1000.25, quiet at 1000.5 and 1000.75 (too close), confirmed at 1001
+    assert clock.now == 1001.0 and out.result["drain_seconds"] == 1.0
+    # the worker still runs requests (another client): quiet at the gateway is not enough
+    clock = Clock()
+    fake = FakeGateway(clock, [entry(A, "a"), entry(B, "b")], engine=2, engine_zero_at=1006.0, drained_at=1030.0)
+    out = run(fake, clock)
+    assert not out.failed and out.result["drained"] is True and clock.now == 1007.0
+    assert out.result["in_flight"]["at_end"] == {"gateway": 0, "worker": 0}
+
+
+def test_absent_without_the_gateways_count_waits_until_the_entry_is_gone():
+    # a gateway that lists no load for the entry is never judged quiet: the old rule, gone and idle
+    clock = Clock()
+    quiet_unknown = entry(A, "a")
+    del quiet_unknown["load"]
+    fake = FakeGateway(clock, [quiet_unknown, entry(B, "b")], engine=0, drained_at=1006.0)
+    out = run(fake, clock)
+    assert not out.failed and out.result["settling"] is False and clock.now == 1006.0
+
+
+def test_absent_quiet_but_never_confirmed_times_out_with_the_workers_count():
+    clock = Clock()
+    fake = FakeGateway(clock, [entry(A, "a"), entry(B, "b")], engine=3)
+    out = run(fake, clock, drain_timeout=4.0)
+    assert out.failed and out.result["removed"] is True and out.result["drained"] is False
+    assert "the gateway no longer routes to it, but 3 request(s) are still running or waiting" in out.msg
+
+
 def test_absent_and_present_stamp_the_timeline_by_the_wall_clock():
     # the wall clock runs 1.7e9 s ahead of the monotonic one: the stamps must come from the wall clock
     clock = Clock()
@@ -536,7 +593,7 @@ def test_absent_removes_every_spelling_and_waits_for_a_removal_already_under_way
     assert [c for c in fake.calls if c.startswith("delete")] == ["delete a1"]
     # only a draining entry left: nothing to delete, nothing changed, still waited for
     clock = Clock()
-    fake = FakeGateway(clock, [entry(A, "a", status="draining", healthy=False)], engine=0, drained_at=1003.0)
+    fake = FakeGateway(clock, [entry(A, "a", status="draining", healthy=False, load=1)], engine=0, drained_at=1003.0)
     out = run(fake, clock)
     assert not out.failed and out.result["changed"] is False and out.result["drained"] is True
     assert not [c for c in fake.calls if c.startswith("delete")] and clock.now >= 1003.0
@@ -576,8 +633,9 @@ def test_absent_does_not_change_anything_when_the_workers_load_cannot_be_read():
 
 def test_absent_an_unreadable_load_at_removal_only_warns():
     clock = Clock()
-    answers = [(None, "no complete answer within 10 s", False), (0, None, False)]
-    fake = FakeGateway(clock, [entry(A, "a"), entry(B, "b")], engine=lambda: answers.pop(0), drained_at=1001.0)
+    answers = [(None, "no complete answer within 10 s", False)]
+    fake = FakeGateway(clock, [entry(A, "a"), entry(B, "b")], engine=lambda: answers.pop(0) if answers else (0, None, False),
+                       drained_at=1001.0)
     out = run(fake, clock)
     assert not out.failed and out.result["drained"] and out.result["in_flight"]["at_removal"]["worker"] is None
     assert "cannot be read now" in out.warnings[0]
