@@ -363,11 +363,17 @@ def test_rank_zero_comes_from_sglang_servers_public_fact():
 # --- the sglang_rollout role's lock steps ------------------------------------------------------------------------------------
 
 def test_begin_names_the_run_and_takes_the_lock_with_the_phases_lease():
-    name, ranges, take = rollout_tasks("begin")
+    name, directory, ranges, take = rollout_tasks("begin")
     assert ranges["vars"]["__sglang_rollout_range_problems"] == \
         "{{ __sglang_rollout_ranges | llmserve.sglang.range_problems }}", "bad settings stop before the lock"
-    assert name["run_once"] is True and name["delegate_to"] == "localhost" and name["delegate_facts"] is True
+    for task in (name, directory):
+        assert task["run_once"] is True and task["delegate_to"] == "localhost" and task["delegate_facts"] is True
     assert name["when"] == "hostvars['localhost']['sglang_rollout_run_id'] is not defined"
+    assert directory["when"] == "hostvars['localhost']['sglang_rollout_report_run_dir'] is not defined"
+    # runs that start in the same second (the slices of a sliced job) get directories of their own: the run's name
+    # is part of it, read back from the fact (not drawn again)
+    assert "hostvars['localhost']['sglang_rollout_run_id'] | llmserve.sglang.sglang_report_file_name" in \
+        directory["ansible.builtin.set_fact"]["sglang_rollout_report_run_dir"]
     assert take[LOCK]["owner"] == "{{ __sglang_rollout_owner }}"
     assert take[LOCK]["wait"] == "{{ sglang_rollout_lock_wait }}" and take[LOCK]["lease"] == PHASE_LEASE
     assert take[LOCK]["mode"] == "{{ sglang_rollout_lock_mode }}"
