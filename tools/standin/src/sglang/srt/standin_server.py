@@ -23,10 +23,14 @@ Generation: the made-up model answers " Paris." (two tokens, then EOS; fewer wit
 ``max_tokens``); with SGLang's ``ignore_eos`` (in ``sampling_params`` for ``/generate``, top-level on the OpenAI
 routes) it decodes the whole ``max_new_tokens`` / ``max_completion_tokens`` / ``max_tokens`` (128 when unset). Each
 token takes ``LLMSERVE_STANDIN_TOKEN_SECONDS`` (default 0, or ``standin_token_seconds`` in
-``--json-model-override-args``), so a test can keep a request running on the worker. The requests being
+``--json-model-override-args``), so a test can keep a request running on the worker; the first token (prefill) takes
+``LLMSERVE_STANDIN_FIRST_TOKEN_SECONDS`` (``standin_first_token_seconds``) instead when that is set.
+``LLMSERVE_STANDIN_ERROR_EVERY=N`` (``standin_error_every``) answers every Nth completion with a 500 before decoding. The requests being
 generated are its load: ``GET /v1/loads`` (SGLang's load snapshot, ``num_running_reqs`` per DP rank; it needs the
 API key) and ``sglang:num_running_reqs`` on ``/metrics``. SIGTERM drains them before the server stops, as SGLang
-does.
+does. ``/metrics`` also counts what the server did as SGLang does (standin_metrics): HTTP answers by endpoint and
+status, finished requests and tokens, and the histograms of time to first token, inter-token latency, time per
+output token and end-to-end latency, from the stand-in's own clock.
 
 ``LLMSERVE_STANDIN_EVENT_LOG=<file>`` appends one JSON line per event (start, listening, ready,
 crash, request) with a wall-clock timestamp, for tests and the benchmark.
@@ -48,6 +52,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl
 
 from sglang._version import __version__
+from sglang.srt.standin_metrics import RequestMetrics
 
 STARTING = "Starting"
 UP = "Up"
@@ -83,6 +88,18 @@ class Timings(object):
         self.token = float(overrides.get("standin_token_seconds", _env_float("LLMSERVE_STANDIN_TOKEN_SECONDS", 0.0)))
         if math.isnan(self.token) or self.token < 0:
             raise SystemExit("LLMSERVE_STANDIN_TOKEN_SECONDS must be 0 or more seconds, got %r" % self.token)
+        # unset: the first token costs what the others do, so the total stays tokens * token seconds
+        first = overrides.get("standin_first_token_seconds", _env_float("LLMSERVE_STANDIN_FIRST_TOKEN_SECONDS", None))
+        self.first_token = self.token if first is None else float(first)
+        if math.isnan(self.first_token) or self.first_token < 0:
+            raise SystemExit("LLMSERVE_STANDIN_FIRST_TOKEN_SECONDS must be 0 or more seconds, got %r" % first)
+        every = overrides.get("standin_error_every", os.environ.get("LLMSERVE_STANDIN_ERROR_EVERY") or 0)
+        try:
+            self.error_every = int(every)
+        except (TypeError, ValueError):
+            self.error_every = -1
+        if self.error_every < 0:
+            raise SystemExit("LLMSERVE_STANDIN_ERROR_EVERY must be a whole number (0: never), got %r" % every)
         fail = os.environ.get("LLMSERVE_STANDIN_FAIL", "").strip().lower()
         if overrides.get("standin_fail_warmup"):
             fail = "warmup"
@@ -213,6 +230,8 @@ class StandinServer(object):
         self.httpd = None
         self.running_lock = threading.Lock()
         self.running = 0  # completions being generated: the load that /v1/loads and /metrics report
+        self.completions = 0  # completions asked for, to pick every Nth for LLMSERVE_STANDIN_ERROR_EVERY
+        self.request_metrics = RequestMetrics(self.served_name())
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -294,6 +313,12 @@ class StandinServer(object):
     def track(self, delta):
         with self.running_lock:
             self.running += delta
+
+    def next_fails(self):
+        """True when this completion is one that LLMSERVE_STANDIN_ERROR_EVERY makes fail."""
+        with self.running_lock:
+            self.completions += 1
+            return bool(self.timings.error_every) and self.completions % self.timings.error_every == 0
 
     # --- answers ---------------------------------------------------------------------------
 
@@ -381,17 +406,18 @@ class StandinServer(object):
                  "# HELP sglang:num_queue_reqs The number of requests in the waiting queue.",
                  "# TYPE sglang:num_queue_reqs gauge",
                  "sglang:num_queue_reqs{%s} 0.0" % labels]
+        # SGLang sets these at its decode log interval, 0.0 without speculation; the stand-in reports its running
+        # figures
+        accept = (self.spec.cumulative() or 0.0) if self.spec.on else 0.0
+        rate = (accept - 1.0) / max(1, self.spec.draft_tokens - 1) if accept else 0.0
+        gauges = [("spec_accept_length", "Mean acceptance length of speculative decoding.", accept),
+                  ("spec_accept_rate", "Speculative acceptance rate.", rate)]
         if self.spec.on:
-            # SGLang sets these at its decode log interval; the stand-in reports its running figures
-            accept = self.spec.cumulative() or 0.0
-            rate = (accept - 1.0) / max(1, self.spec.draft_tokens - 1) if accept else 0.0
-            for name, text, value in (
-                    ("spec_accept_length", "Mean acceptance length of speculative decoding.", accept),
-                    ("spec_accept_rate", "Speculative acceptance rate.", rate),
-                    ("spec_num_steps", "Currently active speculative_num_steps.", self.spec.active_steps())):
-                lines += ["# HELP sglang:%s %s" % (name, text), "# TYPE sglang:%s gauge" % name,
-                          "sglang:%s{%s} %s" % (name, labels, float(value))]
-        return "\n".join(lines) + "\n"
+            gauges.append(("spec_num_steps", "Currently active speculative_num_steps.", self.spec.active_steps()))
+        for name, text, value in gauges:
+            lines += ["# HELP sglang:%s %s" % (name, text), "# TYPE sglang:%s gauge" % name,
+                      "sglang:%s{%s} %s" % (name, labels, float(value))]
+        return "\n".join(lines + self.request_metrics.lines()) + "\n"
 
     def server_info(self):
         info = self.args.resolved_dict()
@@ -463,6 +489,12 @@ def _requested_tokens(path, request, eos_after=EOS_AFTER):
     return (eos_after if limit is None else min(limit, eos_after)), None
 
 
+def _endpoint(target):
+    """The ``endpoint`` label SGLang's middleware gives a request: the route's path, else the path as sent."""
+    path = str(target).split("?", 1)[0]
+    return "/v1/models/{model:path}" if path.startswith("/v1/models/") else path
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -514,6 +546,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD" and body:
             self.wfile.write(body)
         self.standin.events.write("request", method=self.command, path=self.path, status=status)
+        # after the answer, like SGLang's middleware: a /metrics scrape shows up in the next one
+        self.standin.request_metrics.answered(_endpoint(self.path), self.command, status)
 
     def _authorised(self, path):
         key = self.standin.args.api_key
@@ -576,17 +610,27 @@ class _Handler(BaseHTTPRequestHandler):
         if problem:
             return self._send(400, {"error": {"message": problem}})
         s = self.standin
+        if s.next_fails():
+            return self._send(500, {"error": {"message": "stand-in: injected failure (LLMSERVE_STANDIN_ERROR_EVERY)"}})
         began = time.monotonic()
+        first_token_at = None
         s.track(+1)
         try:
-            time.sleep(tokens * s.timings.token)  # decoding
+            if tokens:
+                time.sleep(s.timings.first_token)  # prefill and the first token
+                first_token_at = time.monotonic()
+                time.sleep((tokens - 1) * s.timings.token)  # decoding the rest
         finally:
             s.track(-1)
+        ended = time.monotonic()
+        prompt = _prompt_tokens(request.get("text")) if path == "/generate" else 6
+        s.request_metrics.finished(request.get("stream") is True, prompt, tokens,
+                                   None if first_token_at is None else first_token_at - began, ended - began)
         text = "".join(_WORDS[i % len(_WORDS)] for i in range(tokens))
         if path == "/generate":
             meta = {"id": "standin-%d" % int(time.time() * 1000), "finish_reason": {"type": "length", "length": tokens},
-                    "prompt_tokens": _prompt_tokens(request.get("text")), "completion_tokens": tokens,
-                    "cached_tokens": 0, "e2e_latency": round(time.monotonic() - began, 6)}
+                    "prompt_tokens": prompt, "completion_tokens": tokens,
+                    "cached_tokens": 0, "e2e_latency": round(ended - began, 6)}
             forwards, correct = s.spec.verify(tokens)
             if forwards:
                 # SGLang 0.5.23's _calculate_spec_decoding_metrics (tokenizer_manager.py)
