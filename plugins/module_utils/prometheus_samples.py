@@ -35,9 +35,10 @@ def _labels(block):
     return labels
 
 
-def parse_samples(text, names):
+def parse_samples(text, names, limit=MAX_SAMPLES):
     """``{name: [{"labels": {...}, "value": float}, ...]}`` for each of ``names`` with at least one usable sample
-    in ``text`` (str or bytes), in the order the samples came, at most :data:`MAX_SAMPLES` per name."""
+    in ``text`` (str or bytes), in the order the samples came, at most ``limit`` per name (a histogram's buckets
+    of several label sets need more than the default :data:`MAX_SAMPLES`)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     wanted = set(names or ())
@@ -57,6 +58,6 @@ def parse_samples(text, names):
         if labels is None or not math.isfinite(value):
             continue
         samples = found.setdefault(match.group(1), [])
-        if len(samples) < MAX_SAMPLES:
+        if len(samples) < limit:
             samples.append({"labels": labels, "value": value})
     return found
