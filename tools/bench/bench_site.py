@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,8 +38,11 @@ BIN = os.path.dirname(sys.executable)
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
+LOG_PREFIX = "bench-site"  # bench_scale.py, which reuses this module, sets its own
+
+
 def log(text):
-    print("bench-site: " + text, flush=True)
+    print("%s: %s" % (LOG_PREFIX, text), flush=True)
 
 
 def parse_recap(stdout):
@@ -54,25 +58,137 @@ def clean(recap, hosts):
         r["changed"] == 0 and r["failed"] == 0 and r["unreachable"] == 0 for r in recap.values())
 
 
-def run_site(inventory, hosts, workdir, label, extra=()):
-    """One ansible-playbook run of site.yml limited to ``hosts``: wall and CPU seconds, recap, log file."""
+def read_processes(proc_root="/proc"):
+    """``{pid: (ppid, rss_pages)}`` of every process under ``proc_root`` (a process that ends meanwhile is skipped)."""
+    table = {}
+    for name in os.listdir(proc_root):
+        if not name.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc_root, name, "stat")) as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        # the command name may hold spaces and parentheses: the fields start after the last ")"
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) < 22:
+            continue
+        table[int(name)] = (int(fields[1]), int(fields[21]))
+    return table
+
+
+def descendants(table, root):
+    """``root`` and every process below it in ``table`` (from read_processes)."""
+    children = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root] if root in table else []
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def read_pss(proc_root, pid):
+    """Proportional set size of one process in bytes (smaps_rollup), or None where it cannot be read."""
+    try:
+        with open(os.path.join(proc_root, str(pid), "smaps_rollup")) as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def tree_usage(root, proc_root="/proc", page_size=None):
+    """Memory of a process tree now: summed RSS (shared pages counted once per process), summed PSS (shared pages
+    split between their users: what the tree really holds), and the number of processes."""
+    page_size = page_size or os.sysconf("SC_PAGE_SIZE")
+    table = read_processes(proc_root)
+    pids = descendants(table, root)
+    pss = [read_pss(proc_root, pid) for pid in pids]
+    return dict(rss=sum(table[pid][1] for pid in pids) * page_size,
+                pss=sum(p for p in pss if p is not None) if any(p is not None for p in pss) else None,
+                procs=len(pids))
+
+
+class TreeSampler(threading.Thread):
+    """Samples tree_usage of one process every ``interval`` seconds until stopped; keeps the peaks."""
+
+    def __init__(self, root, interval=0.1, proc_root="/proc", page_size=None):
+        super().__init__(daemon=True)
+        self.root, self.interval, self.proc_root, self.page_size = root, interval, proc_root, page_size
+        self.peak = dict(rss=0, pss=None, procs=0)
+        self.samples = 0
+        self._stop_event = threading.Event()
+
+    def sample(self):
+        now = tree_usage(self.root, self.proc_root, self.page_size)
+        self.samples += 1
+        for key, value in now.items():
+            if value is not None and (self.peak[key] is None or value > self.peak[key]):
+                self.peak[key] = value
+
+    def run(self):
+        while not self._stop_event.is_set():
+            self.sample()
+            self._stop_event.wait(self.interval)
+
+    def stop(self):
+        self._stop_event.set()
+        self.join()
+
+
+def run_site(inventory, hosts, workdir, label, extra=(), env=None, sample_memory=False):
+    """One ansible-playbook run of site.yml limited to ``hosts``: wall and CPU seconds, recap, log file.
+
+    CPU is the user + system time of ansible-playbook and every process it waited for (its forks, and what they ran:
+    the connection's client), from wait4. With ``sample_memory`` the tree's memory is sampled every 0.1 s as well
+    (peak summed RSS and PSS, peak process count) and ``maxrss_mb`` is the largest single process of the tree."""
     logfile = os.path.join(workdir, "%s.log" % label)
     argv = [os.path.join(BIN, "ansible-playbook") if os.path.exists(os.path.join(BIN, "ansible-playbook"))
             else "ansible-playbook", SITE, "-i", inventory, "--limit", ",".join(hosts),
             "-e", "sglang_rollout_report_dir=%s" % os.path.join(workdir, "reports")] + list(extra)
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", **(env or {}))
     start = time.monotonic()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, check=False,
-                          cwd=ROOT)
-    wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(logfile, "w") as handle:
-        handle.write(proc.stdout)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    recap = parse_recap(proc.stdout)
-    return dict(label=label, hosts=list(hosts), wall=round(wall, 2), cpu=round(cpu, 2), rc=proc.returncode,
-                recap=recap, clean=proc.returncode == 0 and clean(recap, hosts), log=logfile)
+        proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+        sampler = TreeSampler(proc.pid) if sample_memory else None
+        if sampler:
+            sampler.start()
+        # wait4 instead of proc.wait(): the rusage of this run alone, the largest process's peak RSS included
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if sampler:
+            sampler.stop()
+    with open(logfile) as handle:
+        output = handle.read()
+    recap = parse_recap(output)
+    result = dict(label=label, hosts=list(hosts), wall=round(wall, 2), cpu=round(usage.ru_utime + usage.ru_stime, 2),
+                  rc=proc.returncode, recap=recap, clean=proc.returncode == 0 and clean(recap, hosts), log=logfile)
+    if sampler:
+        mib = 1024.0 * 1024.0
+        result.update(maxrss_mb=round(usage.ru_maxrss / 1024.0, 1), rss_peak_mb=round(sampler.peak["rss"] / mib, 1),
+                      pss_peak_mb=None if sampler.peak["pss"] is None else round(sampler.peak["pss"] / mib, 1),
+                      procs_peak=sampler.peak["procs"], memory_samples=sampler.samples)
+    return result
+
+
+def warm_up(inventory, hosts, workdir, extra=(), env=None, attempts=2):
+    """Bring ``hosts`` to the state INVENTORY describes: a first run may converge them, a later one must change
+    nothing. The last run's result; its ``clean`` says whether they are converged."""
+    for attempt in range(1, attempts + 1):
+        warm = run_site(inventory, hosts, workdir, "warm-up-%d" % attempt, extra=extra, env=env)
+        log("warm-up %d over %s: %.1f s, rc %d, changed %s" % (
+            attempt, ",".join(hosts), warm["wall"], warm["rc"], {h: r["changed"] for h, r in warm["recap"].items()}))
+        if warm["clean"] or warm["rc"] != 0:
+            break
+    if not warm["clean"]:
+        log("the hosts are not converged (see %s); no measurement" % warm["log"])
+    return warm
 
 
 def summarise(runs):
@@ -113,15 +229,8 @@ def main(argv=None):
     started = time.monotonic()
 
     # the hosts must be converged: a first run may converge them, the next one must change nothing
-    for attempt in (1, 2):
-        warm = run_site(args.inventory, hosts, workdir, "warm-up-%d" % attempt)
-        log("warm-up %d over %s: %.1f s, rc %d, changed %s" % (
-            attempt, ",".join(hosts), warm["wall"], warm["rc"], {h: r["changed"] for h, r in warm["recap"].items()}))
-        if warm["clean"]:
-            break
-        if warm["rc"] != 0 or attempt == 2:
-            log("the hosts are not converged (see %s); no measurement" % warm["log"])
-            return 2
+    if not warm_up(args.inventory, hosts, workdir)["clean"]:
+        return 2
 
     runs, one_runs, both_runs, pair_ratios = [], [], [], []
     for index in range(args.samples):
