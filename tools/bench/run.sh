@@ -21,6 +21,7 @@
 # Then the compile caches (BENCH_NO_CACHE=1 skips them): tools/bench/bench_cache.py, two starts of the real CPU engine
 # with the unit's environment; targets: no file written outside the declared directories, none added to the caches by
 # the second start. Results: reports/bench_cache.json.
+# Then the controller's cost per host (BENCH_NO_SCALE=1 skips it; see below).
 # Then the model store (BENCH_NO_MODEL=1 skips it, about 11 minutes): tools/bench/bench_model.py serves a 1 GiB model
 # from olah on 127.0.0.1 and compares the sglang_model role's download with curl's of the same file, side by side,
 # then measures runs that change nothing (no weight byte read, checked with fincore). Targets: role rate >= 0.8 x
@@ -127,6 +128,21 @@ if [ "${BENCH_NO_SITE:-0}" != 1 ]; then
     echo "bench: the demo hosts did not start; see reports/bench_site/demo-hosts.log" >&2
     status=1
   fi
+fi
+
+# The controller's cost per host (BENCH_NO_SCALE=1 skips it, about 10 minutes): tools/bench/bench_scale.py boots
+# test hosts of its own (llmserve-scale-<pid>-N, removed at the end) set up as the demo's stand-in host, converges
+# them, then runs site.yml that changes nothing over 1, 2, 4 and 8 of them (BENCH_SCALE_HOSTS, comma separated),
+# BENCH_SCALE_SAMPLES (default 2) times each, alternating, and once more at the smallest and largest count with facts
+# gathered on every run. Per run: the controller's CPU seconds, the peak memory of the ansible-playbook process
+# tree, the wall time; then the fits (a + b * hosts) with their R^2. Target: every run changed nothing.
+# Results: reports/bench_scale.json, logs under reports/bench_scale/.
+if [ "${BENCH_NO_SCALE:-0}" != 1 ]; then
+  echo "== site.yml, no change: the controller's CPU and memory at ${BENCH_SCALE_HOSTS:-1,2,4,8} hosts"
+  rm -rf "$root/reports/bench_scale"
+  "$python" "$here/bench_scale.py" --counts "${BENCH_SCALE_HOSTS:-1,2,4,8}" --samples "${BENCH_SCALE_SAMPLES:-2}" \
+    --uncached --prefix "llmserve-scale-$$" --json "$root/reports/bench_scale.json" \
+    --workdir "$root/reports/bench_scale" || status=1
 fi
 
 if [ "${BENCH_NO_MODEL:-0}" != 1 ]; then
