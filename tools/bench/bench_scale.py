@@ -10,7 +10,8 @@ flipping every sample so that a drift in the machine's load hits every k alike. 
 failed=0 and unreachable=0, or the bench fails. Per run it records the controller's CPU (user + system of
 ansible-playbook and everything it waited for: its forks and the connection's client processes), the peak memory of
 the ansible-playbook process tree (summed RSS and summed PSS, sampled every 0.1 s from /proc), the largest single
-process (ru_maxrss), the wall time and the forks. Then least squares: CPU = a + b * hosts and memory = a + b *
+process (ru_maxrss), the CPU of ansible-playbook's own process (one process, one core at a time: the part that more
+cores do not spread), the wall time and the forks. Then least squares: CPU = a + b * hosts and memory = a + b *
 workers (workers = min(hosts, forks): ansible-playbook runs at most that many forks at once), with R^2; reported, not
 judged. With ``--uncached`` it also measures the smallest and largest k with facts gathered on every run
 (ANSIBLE_GATHERING=implicit) instead of from the fact cache that ansible.cfg turns on, to show what the cache saves.
@@ -30,6 +31,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -90,10 +92,13 @@ def workers(hosts, forks):
 
 
 def fits(runs, forks):
-    """The fits of the measured runs: CPU and wall time per host, memory per worker (fork)."""
+    """The fits of the measured runs: CPU (all of it, and ansible-playbook's own process alone) and wall time per
+    host, memory per worker (fork)."""
     hosts = [len(r["hosts"]) for r in runs]
     out = dict(cpu=linear_fit(hosts, [r["cpu"] for r in runs]),
                wall=linear_fit(hosts, [r["wall"] for r in runs]))
+    if all(r.get("main_cpu") is not None for r in runs):
+        out["main_cpu"] = linear_fit(hosts, [r["main_cpu"] for r in runs])
     busy = [workers(h, forks) for h in hosts]
     if len(set(busy)) > 1:
         for key in ("rss_peak_mb", "pss_peak_mb", "maxrss_mb"):
@@ -103,14 +108,15 @@ def fits(runs, forks):
 
 
 def per_count(runs):
-    """Medians per host count: {hosts: {samples, cpu, wall, rss_peak_mb, pss_peak_mb, maxrss_mb, procs_peak}}."""
+    """Medians per host count: {hosts: {samples, cpu, main_cpu, wall, rss_peak_mb, pss_peak_mb, maxrss_mb,
+    procs_peak, cpu_per_host}}."""
     table = {}
     for run in runs:
         table.setdefault(len(run["hosts"]), []).append(run)
     out = {}
     for count, group in sorted(table.items()):
         row = dict(samples=len(group))
-        for key in ("cpu", "wall", "rss_peak_mb", "pss_peak_mb", "maxrss_mb", "procs_peak"):
+        for key in ("cpu", "main_cpu", "wall", "rss_peak_mb", "pss_peak_mb", "maxrss_mb", "procs_peak"):
             values = [r[key] for r in group if r.get(key) is not None]
             row[key] = round(statistics.median(values), 2) if values else None
         row["cpu_per_host"] = round(row["cpu"] / count, 2)
@@ -183,9 +189,9 @@ def measure(inventory, hosts, counts, samples, forks, workdir, kind="cached", en
                                       env=env, sample_memory=True)
             run.update(sample=index + 1, kind=kind, forks=forks, workers=workers(count, forks))
             runs.append(run)
-            log("%s sample %d/%d, %d host(s): wall %5.1f s, cpu %5.1f s, tree rss %6.1f MB, pss %s MB, "
-                "largest %5.1f MB, %d processes; %s" % (
-                    kind, index + 1, samples, count, run["wall"], run["cpu"], run["rss_peak_mb"],
+            log("%s sample %d/%d, %d host(s): wall %5.1f s, cpu %5.1f s (main process %s s), tree rss %6.1f MB, "
+                "pss %s MB, largest %5.1f MB, %d processes; %s" % (
+                    kind, index + 1, samples, count, run["wall"], run["cpu"], run["main_cpu"], run["rss_peak_mb"],
                     run["pss_peak_mb"], run["maxrss_mb"], run["procs_peak"],
                     "changed nothing" if run["clean"] else "NOT CLEAN: rc %d %s" % (run["rc"], run["recap"])))
     return runs
@@ -196,15 +202,16 @@ def print_report(rows, fit, forks, uncached_rows, wall, loadavg):
     print("site.yml, no change, forks %d; load average at the end %s; bench wall %.0f s" % (
         forks, " ".join("%.2f" % x for x in loadavg), wall))
     print()
-    print("| hosts | samples | controller CPU (median) | CPU per host | wall (median) | peak tree RSS | peak tree PSS "
-          "| largest process | processes |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| hosts | samples | controller CPU (median) | CPU per host | main process CPU | wall (median) "
+          "| peak tree RSS | peak tree PSS | largest process | processes |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for count, row in rows.items():
-        print("| %d | %d | %.2f s | %.2f s | %.2f s | %s MB | %s MB | %s MB | %s |" % (
-            count, row["samples"], row["cpu"], row["cpu_per_host"], row["wall"], row["rss_peak_mb"],
+        print("| %d | %d | %.2f s | %.2f s | %s s | %.2f s | %s MB | %s MB | %s MB | %s |" % (
+            count, row["samples"], row["cpu"], row["cpu_per_host"], row["main_cpu"], row["wall"], row["rss_peak_mb"],
             row["pss_peak_mb"], row["maxrss_mb"], row["procs_peak"]))
     print()
-    names = dict(cpu="controller CPU s = a + b * hosts", wall="wall s = a + b * hosts",
+    names = dict(cpu="controller CPU s = a + b * hosts", main_cpu="main process CPU s = a + b * hosts",
+                 wall="wall s = a + b * hosts",
                  rss_peak_mb="peak tree RSS MB = a + b * workers", pss_peak_mb="peak tree PSS MB = a + b * workers",
                  maxrss_mb="largest process MB = a + b * workers")
     for key, name in names.items():
@@ -260,6 +267,8 @@ def main(argv=None):
     # ansible.cfg's jsonfile fact cache, in a directory of this run's own: the warm-up fills it, the measured runs
     # read it (smart gathering), and nothing is left in the user's cache
     env = dict(ANSIBLE_CACHE_PLUGIN_CONNECTION=os.path.join(workdir, "facts"))
+    # SIGTERM (a timeout, a kill) still runs the finally below, which removes the test hosts
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     try:
         log("booting %d test hosts %s-1..%d from %s" % (len(hosts), args.prefix, len(hosts), args.image))

@@ -59,7 +59,8 @@ def clean(recap, hosts):
 
 
 def read_processes(proc_root="/proc"):
-    """``{pid: (ppid, rss_pages)}`` of every process under ``proc_root`` (a process that ends meanwhile is skipped)."""
+    """``{pid: (ppid, rss_pages, cpu_ticks)}`` of every process under ``proc_root``, cpu_ticks its own user + system
+    time (a process that ends meanwhile is skipped)."""
     table = {}
     for name in os.listdir(proc_root):
         if not name.isdigit():
@@ -73,14 +74,14 @@ def read_processes(proc_root="/proc"):
         fields = stat[stat.rfind(")") + 2:].split()
         if len(fields) < 22:
             continue
-        table[int(name)] = (int(fields[1]), int(fields[21]))
+        table[int(name)] = (int(fields[1]), int(fields[21]), int(fields[11]) + int(fields[12]))
     return table
 
 
 def descendants(table, root):
     """``root`` and every process below it in ``table`` (from read_processes)."""
     children = {}
-    for pid, (ppid, _) in table.items():
+    for pid, (ppid, *_) in table.items():
         children.setdefault(ppid, []).append(pid)
     found, todo = [], [root] if root in table else []
     while todo:
@@ -102,30 +103,33 @@ def read_pss(proc_root, pid):
     return None
 
 
-def tree_usage(root, proc_root="/proc", page_size=None):
-    """Memory of a process tree now: summed RSS (shared pages counted once per process), summed PSS (shared pages
-    split between their users: what the tree really holds), and the number of processes."""
+def tree_usage(root, proc_root="/proc", page_size=None, ticks=None):
+    """A process tree now: summed RSS (shared pages counted once per process), summed PSS (shared pages split
+    between their users: what the tree really holds), the number of processes, and the CPU seconds the root
+    process itself has used so far (``root_cpu``: without its children; None once it has ended)."""
     page_size = page_size or os.sysconf("SC_PAGE_SIZE")
+    ticks = ticks or os.sysconf("SC_CLK_TCK")
     table = read_processes(proc_root)
     pids = descendants(table, root)
     pss = [read_pss(proc_root, pid) for pid in pids]
     return dict(rss=sum(table[pid][1] for pid in pids) * page_size,
                 pss=sum(p for p in pss if p is not None) if any(p is not None for p in pss) else None,
-                procs=len(pids))
+                procs=len(pids), root_cpu=table[root][2] / ticks if root in table else None)
 
 
 class TreeSampler(threading.Thread):
-    """Samples tree_usage of one process every ``interval`` seconds until stopped; keeps the peaks."""
+    """Samples tree_usage of one process every ``interval`` seconds until stopped; keeps the peaks (for root_cpu:
+    the last reading, at most one interval before the root ended)."""
 
-    def __init__(self, root, interval=0.1, proc_root="/proc", page_size=None):
+    def __init__(self, root, interval=0.1, proc_root="/proc", page_size=None, ticks=None):
         super().__init__(daemon=True)
-        self.root, self.interval, self.proc_root, self.page_size = root, interval, proc_root, page_size
-        self.peak = dict(rss=0, pss=None, procs=0)
+        self.root, self.interval, self.proc_root, self.page_size, self.ticks = root, interval, proc_root, page_size, ticks
+        self.peak = dict(rss=0, pss=None, procs=0, root_cpu=None)
         self.samples = 0
         self._stop_event = threading.Event()
 
     def sample(self):
-        now = tree_usage(self.root, self.proc_root, self.page_size)
+        now = tree_usage(self.root, self.proc_root, self.page_size, self.ticks)
         self.samples += 1
         for key, value in now.items():
             if value is not None and (self.peak[key] is None or value > self.peak[key]):
@@ -146,7 +150,8 @@ def run_site(inventory, hosts, workdir, label, extra=(), env=None, sample_memory
 
     CPU is the user + system time of ansible-playbook and every process it waited for (its forks, and what they ran:
     the connection's client), from wait4. With ``sample_memory`` the tree's memory is sampled every 0.1 s as well
-    (peak summed RSS and PSS, peak process count) and ``maxrss_mb`` is the largest single process of the tree."""
+    (peak summed RSS and PSS, peak process count), ``maxrss_mb`` is the largest single process of the tree and
+    ``main_cpu`` the CPU of ansible-playbook's own process (its last reading before the end), without its forks."""
     logfile = os.path.join(workdir, "%s.log" % label)
     argv = [os.path.join(BIN, "ansible-playbook") if os.path.exists(os.path.join(BIN, "ansible-playbook"))
             else "ansible-playbook", SITE, "-i", inventory, "--limit", ",".join(hosts),
@@ -173,7 +178,8 @@ def run_site(inventory, hosts, workdir, label, extra=(), env=None, sample_memory
         mib = 1024.0 * 1024.0
         result.update(maxrss_mb=round(usage.ru_maxrss / 1024.0, 1), rss_peak_mb=round(sampler.peak["rss"] / mib, 1),
                       pss_peak_mb=None if sampler.peak["pss"] is None else round(sampler.peak["pss"] / mib, 1),
-                      procs_peak=sampler.peak["procs"], memory_samples=sampler.samples)
+                      procs_peak=sampler.peak["procs"], memory_samples=sampler.samples,
+                      main_cpu=None if sampler.peak["root_cpu"] is None else round(sampler.peak["root_cpu"], 2))
     return result
 
 

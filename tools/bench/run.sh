@@ -135,13 +135,17 @@ fi
 # them, then runs site.yml that changes nothing over 1, 2, 4 and 8 of them (BENCH_SCALE_HOSTS, comma separated),
 # BENCH_SCALE_SAMPLES (default 2) times each, alternating, and once more at the smallest and largest count with facts
 # gathered on every run. Per run: the controller's CPU seconds, the peak memory of the ansible-playbook process
-# tree, the wall time; then the fits (a + b * hosts) with their R^2. Target: every run changed nothing.
+# tree, the wall time; then the fits (a + b * hosts) with their R^2. Target: every run changed nothing. Forks: the
+# largest host count, so every host has one (BENCH_SCALE_FORKS sets another number, e.g. 2 to tell the memory per
+# host from the memory per fork).
 # Results: reports/bench_scale.json, logs under reports/bench_scale/.
 if [ "${BENCH_NO_SCALE:-0}" != 1 ]; then
   echo "== site.yml, no change: the controller's CPU and memory at ${BENCH_SCALE_HOSTS:-1,2,4,8} hosts"
   rm -rf "$root/reports/bench_scale"
+  scale_forks=()
+  if [ -n "${BENCH_SCALE_FORKS:-}" ]; then scale_forks=(--forks "$BENCH_SCALE_FORKS"); fi
   "$python" "$here/bench_scale.py" --counts "${BENCH_SCALE_HOSTS:-1,2,4,8}" --samples "${BENCH_SCALE_SAMPLES:-2}" \
-    --uncached --prefix "llmserve-scale-$$" --json "$root/reports/bench_scale.json" \
+    "${scale_forks[@]}" --uncached --prefix "llmserve-scale-$$" --json "$root/reports/bench_scale.json" \
     --workdir "$root/reports/bench_scale" || status=1
 fi
 

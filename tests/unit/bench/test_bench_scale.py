@@ -47,7 +47,7 @@ def test_host_counts_are_parsed_and_alternate():
 
 
 def _run(count, cpu, clean=True, rss=100.0, label=None):
-    return dict(hosts=["h%d" % i for i in range(count)], cpu=cpu, wall=cpu * 2, clean=clean, rss_peak_mb=rss,
+    return dict(hosts=["h%d" % i for i in range(count)], cpu=cpu, main_cpu=cpu / 2, wall=cpu * 2, clean=clean, rss_peak_mb=rss,
                 pss_peak_mb=rss / 2, maxrss_mb=60.0, procs_peak=count + 1, label=label or "hosts-%d" % count)
 
 
@@ -58,6 +58,7 @@ def test_medians_per_count_and_fits_over_every_run():
     assert rows[4]["samples"] == 2 and rows[4]["procs_peak"] == 5
     fit = bench_scale.fits(runs, forks=8)
     assert fit["cpu"]["b"] == pytest.approx(10.0 / 3) and fit["rss_peak_mb"]["b"] == pytest.approx(50.0)
+    assert fit["main_cpu"]["b"] == pytest.approx(5.0 / 3) and rows[4]["main_cpu"] == 7.5
     # with forks 2 both counts run two workers or fewer: memory is fitted against the workers, not the hosts
     assert bench_scale.fits(runs, forks=2)["rss_peak_mb"]["b"] == pytest.approx(150.0)
     assert "rss_peak_mb" not in bench_scale.fits(runs, forks=1)  # one worker everywhere: nothing to fit
@@ -87,8 +88,8 @@ def _fake_proc(root, processes):
     for pid, (comm, ppid, rss, pss) in processes.items():
         directory = root / str(pid)
         directory.mkdir()
-        # the fields after the name: state, ppid, then 19 more before rss (field 24)
-        fields = ["S", str(ppid)] + ["0"] * 19 + [str(rss)] + ["0"] * 10
+        # the fields after the name: state, ppid, ..., utime and stime (fields 14 and 15), ..., rss (field 24)
+        fields = ["S", str(ppid)] + ["0"] * 9 + [str(pid), "50"] + ["0"] * 8 + [str(rss)] + ["0"] * 10
         (directory / "stat").write_text("%d (%s) %s\n" % (pid, comm, " ".join(fields)))
         if pss is not None:
             (directory / "smaps_rollup").write_text("00400000-7ffd r--p 0 0:0 0 [rollup]\nRss: 1 kB\nPss: %d kB\n" % pss)
@@ -105,14 +106,16 @@ def test_the_sampler_sums_the_tree_and_nothing_else(tmp_path):
         200: ("other", 1, 9999, 9999),                  # not in the tree
     })
     table = bench_site.read_processes(str(tmp_path))
-    assert table[102] == (100, 400) and set(table) == {1, 100, 101, 102, 103, 200}
+    assert table[102] == (100, 400, 152) and set(table) == {1, 100, 101, 102, 103, 200}
     assert sorted(bench_site.descendants(table, 100)) == [100, 101, 102, 103]
     assert bench_site.descendants(table, 999) == []
-    usage = bench_site.tree_usage(100, str(tmp_path), page_size=4096)
-    assert usage == dict(rss=(1000 + 500 + 400 + 300) * 4096, pss=(2000 + 300 + 700) * 1024, procs=4)
+    usage = bench_site.tree_usage(100, str(tmp_path), page_size=4096, ticks=100)
+    # root_cpu: the root's own utime + stime (100 + 50 ticks), not its children's
+    assert usage == dict(rss=(1000 + 500 + 400 + 300) * 4096, pss=(2000 + 300 + 700) * 1024, procs=4, root_cpu=1.5)
 
-    sampler = bench_site.TreeSampler(100, proc_root=str(tmp_path), page_size=4096)
+    sampler = bench_site.TreeSampler(100, proc_root=str(tmp_path), page_size=4096, ticks=100)
     sampler.sample()
     (tmp_path / "103" / "stat").unlink()  # the client ended: the peak stays
     sampler.sample()
     assert sampler.peak["rss"] == usage["rss"] and sampler.peak["procs"] == 4 and sampler.samples == 2
+    assert sampler.peak["root_cpu"] == 1.5
