@@ -189,8 +189,8 @@ def measure(inventory, hosts, counts, samples, forks, workdir, kind="cached", en
                                       env=env, sample_memory=True)
             run.update(sample=index + 1, kind=kind, forks=forks, workers=workers(count, forks))
             runs.append(run)
-            log("%s sample %d/%d, %d host(s): wall %5.1f s, cpu %5.1f s (main process %s s), tree rss %6.1f MB, "
-                "pss %s MB, largest %5.1f MB, %d processes; %s" % (
+            log("%s sample %d/%d, %d host(s): wall %5.1f s, cpu %5.1f s (main process %s s), tree rss %6.1f MiB, "
+                "pss %s MiB, largest %5.1f MiB, %d processes; %s" % (
                     kind, index + 1, samples, count, run["wall"], run["cpu"], run["main_cpu"], run["rss_peak_mb"],
                     run["pss_peak_mb"], run["maxrss_mb"], run["procs_peak"],
                     "changed nothing" if run["clean"] else "NOT CLEAN: rc %d %s" % (run["rc"], run["recap"])))
@@ -206,14 +206,14 @@ def print_report(rows, fit, forks, uncached_rows, wall, loadavg):
           "| peak tree RSS | peak tree PSS | largest process | processes |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for count, row in rows.items():
-        print("| %d | %d | %.2f s | %.2f s | %s s | %.2f s | %s MB | %s MB | %s MB | %s |" % (
+        print("| %d | %d | %.2f s | %.2f s | %s s | %.2f s | %s MiB | %s MiB | %s MiB | %s |" % (
             count, row["samples"], row["cpu"], row["cpu_per_host"], row["main_cpu"], row["wall"], row["rss_peak_mb"],
             row["pss_peak_mb"], row["maxrss_mb"], row["procs_peak"]))
     print()
     names = dict(cpu="controller CPU s = a + b * hosts", main_cpu="main process CPU s = a + b * hosts",
                  wall="wall s = a + b * hosts",
-                 rss_peak_mb="peak tree RSS MB = a + b * workers", pss_peak_mb="peak tree PSS MB = a + b * workers",
-                 maxrss_mb="largest process MB = a + b * workers")
+                 rss_peak_mb="peak tree RSS MiB = a + b * workers", pss_peak_mb="peak tree PSS MiB = a + b * workers",
+                 maxrss_mb="largest process MiB = a + b * workers")
     for key, name in names.items():
         if key in fit:
             print("fit %-40s a %8.2f  b (slope) %7.3f  R^2 %.3f  (%d runs)" % (

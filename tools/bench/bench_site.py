@@ -151,7 +151,8 @@ def run_site(inventory, hosts, workdir, label, extra=(), env=None, sample_memory
     CPU is the user + system time of ansible-playbook and every process it waited for (its forks, and what they ran:
     the connection's client), from wait4. With ``sample_memory`` the tree's memory is sampled every 0.1 s as well
     (peak summed RSS and PSS, peak process count), ``maxrss_mb`` is the largest single process of the tree and
-    ``main_cpu`` the CPU of ansible-playbook's own process (its last reading before the end), without its forks."""
+    ``main_cpu`` the CPU of ansible-playbook's own process (its last reading before the end), without its forks.
+    The ``*_mb`` values are MiB."""
     logfile = os.path.join(workdir, "%s.log" % label)
     argv = [os.path.join(BIN, "ansible-playbook") if os.path.exists(os.path.join(BIN, "ansible-playbook"))
             else "ansible-playbook", SITE, "-i", inventory, "--limit", ",".join(hosts),
