@@ -240,7 +240,7 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
         "apply": {"tags": ["always"], "timeout": "{{ sglang_rollout_prewarm_timeout }}"}}
     assert warm["when"] == ["sglang_rollout_restarts | bool", "(nvidia_driver_plan.apply | default('none')) != 'reboot'"]
     assert "sglang_rollout_max_unavailable" in assert_["ansible.builtin.assert"]["that"]
-    assert "sglang_rollout_serial" in assert_["ansible.builtin.assert"]["that"]
+    assert "__sglang_rollout_batch_servers" in assert_["ansible.builtin.assert"]["that"]
     assert assert_["when"] == "__sglang_rollout_gateways | length > 0"
     assert out["ansible.builtin.include_tasks"] == {"file": "gateway_out.yml", "apply": {"tags": ["always"]}}
     # not when a step drains the host itself (site.yml: sglang_server, right before its swap or restart)
@@ -422,6 +422,28 @@ def test_every_lease_comes_from_the_lease_filter():
             glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "**", "*.yml"), recursive=True):
         with open(path) as handle:
             assert not re.search(r"lease.*\|\s*int", handle.read()), path
+
+
+def test_the_batch_check_counts_the_servers_of_the_batch_the_order_cut():
+    """A percentage or a list as sglang_rollout_serial reads as 0 through `int`: the check counts the batch itself."""
+    rollout_vars = load("roles", "sglang_rollout", "vars", "main.yml")
+    names = ("__sglang_rollout_batch_hosts", "__sglang_rollout_batch_groups", "__sglang_rollout_batch_servers")
+    hostvars = {"a": {}, "b": {"sglang_server_node_group": None}, "n1": {"sglang_server_node_group": "big"},
+                "n2": {"sglang_server_node_group": "big"}, "c": {}}
+
+    def servers(batches, host, play_batch=()):
+        variables = dict((name, rollout_vars[name]) for name in names)
+        variables.update(inventory_hostname=host, ansible_play_batch=list(play_batch), hostvars=dict(
+            hostvars, localhost={"sglang_rollout_order": {"batches": batches}} if batches is not None else {}))
+        return int(render_text("{{ __sglang_rollout_batch_servers }}", variables))
+
+    # sglang_rollout_serial "50%" of four servers: batches of two, and the check sees 2 (the old one saw "50%" | int = 0)
+    assert servers([["a", "b"], ["n1", "n2", "c"]], "a") == 2
+    # the two nodes of a multi-node server are one server
+    assert servers([["a", "b"], ["n1", "n2", "c"]], "n2") == 2
+    assert servers([["n1", "n2"]], "n1") == 1
+    # without an order (restart.yml's own play), the play's batch
+    assert servers(None, "c", play_batch=["a", "c", "n1", "n2"]) == 3
 
 
 def test_no_inline_defaults_for_the_rollout_variables():
