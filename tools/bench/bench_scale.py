@@ -163,7 +163,7 @@ def boot_hosts(names, image, mounts):
             argv += ["-v", "%s:%s:ro" % (source, target)]
         subprocess.run(argv + [image, "/sbin/init"], stdout=subprocess.DEVNULL, check=True)
     for name in names:
-        for _ in range(120):
+        for dummy_try in range(120):
             state = subprocess.run(["podman", "exec", name, "systemctl", "is-system-running"], capture_output=True,
                                    text=True, check=False).stdout.strip()
             if state in ("running", "degraded"):
@@ -260,7 +260,7 @@ def main(argv=None):
     inventory = write_inventory(os.path.join(workdir, "inventory"), hosts)
     mounts = [(args.fixtures, "/opt/llmserve-fixtures"), (args.wheelhouse, "/opt/llmserve-wheelhouse"),
               (args.models, "/opt/llmserve-models")]
-    for source, _ in mounts:
+    for source, dummy_target in mounts:
         if not os.path.isdir(source):
             log("no %s (make bench makes the fixtures, the wheelhouse and the model)" % source)
             return 2

@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -81,7 +80,7 @@ def read_processes(proc_root="/proc"):
 def descendants(table, root):
     """``root`` and every process below it in ``table`` (from read_processes)."""
     children = {}
-    for pid, (ppid, *_) in table.items():
+    for pid, (ppid, *dummy_rest) in table.items():
         children.setdefault(ppid, []).append(pid)
     found, todo = [], [root] if root in table else []
     while todo:
@@ -165,7 +164,7 @@ def run_site(inventory, hosts, workdir, label, extra=(), env=None, sample_memory
         if sampler:
             sampler.start()
         # wait4 instead of proc.wait(): the rusage of this run alone, the largest process's peak RSS included
-        _, status, usage = os.wait4(proc.pid, 0)
+        dummy_pid, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         if sampler:

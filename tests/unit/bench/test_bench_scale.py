@@ -66,9 +66,9 @@ def test_medians_per_count_and_fits_over_every_run():
 
 def test_a_changed_run_or_a_missing_sample_fails():
     runs = [_run(1, 4.0), _run(1, 4.0), _run(2, 7.0), _run(2, 7.0)]
-    assert all(ok for _, ok, _ in bench_scale.check_targets(runs, [1, 2], 2))
+    assert all(ok for dummy_name, ok, dummy_measured in bench_scale.check_targets(runs, [1, 2], 2))
     verdicts = bench_scale.check_targets(runs[:3], [1, 2], 2, [_run(2, 7.0, clean=False, label="uncached-2")])
-    assert [(ok, measured) for _, ok, measured in verdicts] == [(False, "uncached-2"), (False, "2")]
+    assert [(ok, measured) for dummy_name, ok, measured in verdicts] == [(False, "uncached-2"), (False, "2")]
 
 
 def test_the_inventory_gives_every_host_the_stand_in_hosts_vars(tmp_path):
