@@ -16,7 +16,7 @@ WRITERS = ("ansible.builtin.template", "ansible.builtin.copy", "llmserve.sglang.
 # root's own copies below the state directory: not what a change review reads, and no_log keeps them out
 INTERNAL = {
     "Stage the --config file, the environment file, the unit, the command line record and the log hook",
-    "Keep this configuration as the last good one",
+    "Keep this configuration as the last good one, record what the verified server serves",
 }
 # the tasks that write a file holding a secret (API key, HF token, gateway keys)
 SECRET_FILES = {"Swap the staged files in", "Restore the last good files",
