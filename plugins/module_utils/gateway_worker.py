@@ -58,6 +58,8 @@ from ansible_collections.llmserve.sglang.plugins.module_utils.text import (
 
 READY = "ready"
 DRAINING = "draining"
+# how often a registration the gateway dropped right after accepting it is made again before state=present fails
+REREGISTER_TRIES = 2
 # A drained entry smg still lists must be seen without requests twice this far apart (see WorkerChange._drain)
 QUIET_CONFIRM_SECONDS = 0.5
 WORKER_LOAD_SOURCES = ("auto", "v1_loads", "metrics", "none")
@@ -649,6 +651,7 @@ class WorkerChange(object):
         result["registered"] = registered
         last = "status %s" % waiting_for[0].get("status") if waiting_for else "not listed"
         misses = 0
+        dropped = []
         while True:
             if not registered and not find_workers(listed, p["worker_key"]):
                 try:
@@ -685,9 +688,20 @@ class WorkerChange(object):
             if registered and worker_id:
                 last, misses = self._pending(worker_id, deadline, misses, result)
                 if misses >= 2:
+                    dropped.append(worker_id)
+                    if len(dropped) <= REREGISTER_TRIES:
+                        # smg finishing the removal of the same URL (its settle time ends just as the worker comes
+                        # back after a short swap) can take a fresh registration along: register it again (a 409
+                        # gives the id of a registration still alive)
+                        self.warnings.append("the gateway dropped the registration of %s (id %s) right after it "
+                                             "was accepted; registered again" % (url, worker_id))
+                        registered, misses = False, 0
+                        result["registered"] = False
+                        continue
                     result["wait_seconds"] = round(self.clock() - started, 3)
-                    raise Outcome("the gateway dropped the registration of %s (id %s): it no longer knows it"
-                                  % (url, worker_id), result, failed=True, warnings=self.warnings)
+                    raise Outcome("the gateway dropped the registration of %s %d times (ids %s): it no longer knows it"
+                                  % (url, len(dropped), ", ".join(str(d) for d in dropped)), result, failed=True,
+                                  warnings=self.warnings)
         result["wait_seconds"] = round(self.clock() - started, 3)
         if result["healthy"]:
             raise Outcome("%s is registered (id %s) and healthy after %.1f s; the gateway routes to it (%d healthy "

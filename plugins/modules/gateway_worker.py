@@ -26,7 +26,10 @@ description:
     same model and worker type would be left; so it never takes out the last one that serves.
   - With O(state=present) the worker is registered with C(POST /workers) (URL and O(worker_api_key)) unless the
     gateway already lists it, and the module waits, up to O(healthy_timeout), until the gateway lists it as
-    healthy and C(ready), the state in which smg routes requests to it.
+    healthy and C(ready), the state in which smg routes requests to it. A worker the gateway still lists as
+    C(draining) (an earlier removal) is registered again once that entry is gone. A registration the gateway accepted
+    and then no longer knows (seen when the POST came just as smg finished the removal of the same URL) is made again,
+    up to twice, with a warning; the third loss fails the task.
   - smg compares worker URLs as strings (C(http://10.0.0.5:30000/) and C(http://10.0.0.5:30000) are two workers).
     The module compares canonical forms instead (scheme and host in lower case, IPv6 in brackets and short form,
     no trailing slash, no default port) and registers the canonical form, so a second run never adds a duplicate.

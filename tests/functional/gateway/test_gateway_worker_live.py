@@ -460,3 +460,23 @@ def test_a_gateway_that_echoes_the_keys_gets_them_masked(fleet):
         server.stop()
     assert rc == 1 and "answered 500" in result["msg"] and "********" in result["msg"], result
     assert ADMIN_KEY not in output and WORKER_KEY not in output
+
+
+# --- (4b) back in right after the drain: smg still finishing the removal of the same URL --------------------------
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_present_right_after_absent_returned_gets_the_worker_back(fresh, attempt):
+    """A swap in place takes seconds: the rejoin's POST can come while smg is still settling the removal of the same
+    URL (--drain-settle-secs, 5 s). The worker must end registered and healthy, whatever the timing."""
+    fleet = fresh
+    first = fleet.run({"worker_url": fleet.a.url, "state": "absent"})[1]
+    assert first["changed"] is True and first["drained"] is True, first
+    # vary the moment of the POST around the end of smg's settle time
+    time.sleep([0.0, 4.3, 4.8][attempt])
+    rc, result, output, wall = fleet.run({"worker_url": fleet.a.url, "state": "present", "healthy_timeout": 60})
+    assert rc == 0, result
+    assert result["healthy"] is True and result["registered"] is True, result
+    assert live.wait_for(lambda: fleet.healthy_urls() == sorted([fleet.a.url, fleet.b.url]), 10), fleet.workers()
+    # and it stays registered (the earlier removal does not take the new registration along later)
+    time.sleep(6)
+    assert fleet.healthy_urls() == sorted([fleet.a.url, fleet.b.url]), fleet.workers()

@@ -712,7 +712,33 @@ def test_present_dropped_registration_fails_early():
     fake = FakeGateway(clock, [entry(B, "b")], register_after=1e9)
     fake.get_worker = lambda wid, timeout: None
     out = run(fake, clock, state="present", healthy_timeout=60.0)
-    assert out.failed and "dropped the registration" in out.msg and clock.now < 1010.0
+    # registered 1 + REREGISTER_TRIES times, then it fails well before healthy_timeout
+    adds = [c for c in fake.calls if c.startswith("add")]
+    assert len(adds) == 1 + gw.REREGISTER_TRIES, fake.calls
+    assert out.failed and "dropped the registration of %s %d times" % (A, len(adds)) in out.msg, out.msg
+    assert clock.now < 1015.0
+
+
+def test_present_registers_again_when_the_gateway_drops_a_fresh_registration():
+    # seen with the real smg and SGLang: a POST just as smg's settle time of the same URL's removal ended was
+    # accepted (202, an id), then unknown; the module registers again and the worker ends in and healthy
+    clock = Clock()
+    fake = FakeGateway(clock, [entry(B, "b")], register_after=1.0)
+    real_add = fake.add_worker
+    first = []
+
+    def add_once_lost(url, timeout):
+        wid = real_add(url, timeout)
+        if not first:
+            first.append(wid)
+            del fake.pending[wid]  # accepted, then forgotten
+        return wid
+
+    fake.add_worker = add_once_lost
+    out = run(fake, clock, state="present", healthy_timeout=60.0)
+    assert not out.failed and out.result["healthy"] and out.result["worker_id"] != first[0], out.msg
+    assert len([c for c in fake.calls if c.startswith("add")]) == 2
+    assert any("dropped the registration" in w and "registered again" in w for w in out.warnings), out.warnings
 
 
 def test_present_check_mode():
