@@ -834,6 +834,26 @@ def _raising_cases():
     ]
 
 
+def _window_cases():
+    from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_rollout_window_problems
+
+    pools = {"gw-a": ["a1", "a2", "a3", "a4"], "gw-b": ["b1", "b2"]}
+
+    def case(cid, value, batch=None):
+        text = "max_unavailable=%r" % (value,) + (", batch=%r" % (batch,) if batch else "")
+        return cid, text, lambda: sglang_rollout_window_problems(value, batch, pools)
+
+    return [
+        case("zero", 0),
+        case("text", "two"),
+        case("percent-zero", "0%"),
+        case("percent-over", "150%"),
+        case("bool", True),
+        case("batch-over-window", 1, ["a1", "b1", "a2"]),
+        case("batch-over-percent", "50%", ["a1", "a2", "a3", "b1", "b2"]),
+    ]
+
+
 def cases():
     """Every Python case: [(entry point, case id, input text, callable)]."""
     result = []
@@ -848,6 +868,7 @@ def cases():
         ("sglang_node_group_check", _node_group_cases),
         ("sglang_model_validate", _model_cases),
         ("sglang_rollout_step_problems", _rollout_cases),
+        ("sglang_rollout_window_problems", _window_cases),
         ("sglang_device_problems", _device_cases),
         ("nvidia_driver_param_errors", _nvidia_cases),
         ("iommu_preflight_evaluate", _preflight_cases),
@@ -948,6 +969,7 @@ ROLE_CASES = {
     # names before the role's rename (sglang_lock_wait, ...) still take effect until 0.2.0, under the new names
     "sglang_rollout:begin": ("begin", [
         ("range", {"sglang_rollout_phase": "plan", "sglang_rollout_lock_wait": -1}),
+        ("max-unavailable", {"sglang_rollout_phase": "plan", "sglang_rollout_max_unavailable": "0%"}),
         ("range-old-name", {"sglang_rollout_phase": "plan", "sglang_lock_wait": -1}),
         ("metrics-dir-relative", {"sglang_rollout_phase": "plan", "sglang_rollout_metrics_textfile_dir": "textfiles"}),
         ("metrics-dir-relative-old-name", {"sglang_rollout_phase": "plan", "sglang_metrics_textfile_dir": "textfiles"}),

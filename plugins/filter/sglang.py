@@ -217,6 +217,33 @@ def sglang_rollout_batches(hosts, serial=1, groups=None):
         raise AnsibleFilterError("sglang_rollout_batches: %s" % to_native(exc))
 
 
+def sglang_rollout_pools(host, pools, max_unavailable=1):
+    """Return the gateway pools ``host`` is a worker of, sorted by gateway, each with its window."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_window import WindowError, host_pools
+
+    try:
+        return host_pools(host, pools, max_unavailable)
+    except WindowError as exc:
+        raise AnsibleFilterError("sglang_rollout_pools: %s" % to_native(exc))
+
+
+def sglang_rollout_window_problems(max_unavailable, batch=None, pools=None):
+    """Return what is wrong with sglang_rollout_max_unavailable, then with a lockstep batch in the pools (a list)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_window import (
+        WindowError,
+        batch_problems,
+        max_unavailable_problem,
+    )
+
+    problem = max_unavailable_problem(max_unavailable)
+    if problem:
+        return [problem]
+    try:
+        return batch_problems(batch, pools, max_unavailable) if batch else []
+    except WindowError as exc:
+        raise AnsibleFilterError("sglang_rollout_window_problems: %s" % to_native(exc))
+
+
 def sglang_rollout_lease(phase, settings=None, gateways=0):
     """Return the seconds of lease of the per-host lock for a phase of the operator playbooks."""
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease import LeaseError, phase_lease
@@ -307,6 +334,8 @@ class FilterModule(object):
             "sglang_serving_record": sglang_serving_record,
             "sglang_rollout_batches": sglang_rollout_batches,
             "sglang_rollout_lease": sglang_rollout_lease,
+            "sglang_rollout_pools": sglang_rollout_pools,
+            "sglang_rollout_window_problems": sglang_rollout_window_problems,
             "sglang_rollout_step_problems": sglang_rollout_step_problems,
             "sglang_service_problems": sglang_service_problems,
             "sglang_pip_redact": sglang_pip_redact,

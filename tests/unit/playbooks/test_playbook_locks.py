@@ -63,32 +63,34 @@ def steps(tasks):
     for task in flatten(tasks):
         step = role_of(task) or (LOCK + (":" + task[LOCK].get("state", "acquired")) if LOCK in task else None)
         step = step or ("fail" if "ansible.builtin.fail" in task else None)
+        step = step or ("set_fact" if "ansible.builtin.set_fact" in task else None)
         assert step, "unexpected step %s" % task.get("name")
         phase = task.get("vars", {}).get("sglang_rollout_phase")
         found.append(step + ("(%s)" % phase if phase else ""))
     return found
 
 
-def site_plays():
-    """site.yml's imported model staging, plan play, the imported gateway view, the change play, the imported
-    rejoin play and the imported monitoring."""
+def site_plays(window=False):
+    """site.yml's imported model staging, plan play, the imported gateway view, the window play, the change play in
+    batches, the imported rejoin play and the imported monitoring: (plan, change) or with ``window`` (plan, window,
+    change)."""
     plays = load("playbooks", "site.yml")
-    assert len(plays) == 7
+    assert len(plays) == 8
     # first the refusal of a sliced AWX run (tests/unit/playbooks/test_unsliced.py)
     assert plays[0]["ansible.builtin.import_playbook"] == "plays/unsliced.yml"
     plays = plays[1:]
     assert plays[0]["ansible.builtin.import_playbook"] == "plays/model.yml"
     assert plays[2]["ansible.builtin.import_playbook"] == "plays/gateway_view.yml"
-    assert plays[4]["ansible.builtin.import_playbook"] == "plays/gateway_rejoin.yml"
-    assert plays[5]["ansible.builtin.import_playbook"] == "monitoring.yml"
-    return plays[1], plays[3]
+    assert plays[5]["ansible.builtin.import_playbook"] == "plays/gateway_rejoin.yml"
+    assert plays[6]["ansible.builtin.import_playbook"] == "monitoring.yml"
+    return (plays[1], plays[3], plays[4]) if window else (plays[1], plays[4])
 
 
 def rollout_of(play):
     """The one task of a play that runs the rollout: (its stage, its declared steps as role[:entry](phase))."""
     (task,) = play["tasks"]
     assert task["ansible.builtin.import_role"] == {"name": ROLLOUT}
-    assert set(task["vars"]) <= {"sglang_rollout_stage", "sglang_rollout_steps"}
+    assert set(task["vars"]) <= {"sglang_rollout_stage", "sglang_rollout_steps", "sglang_rollout_windowed"}
     declared = []
     for step in task["vars"].get("sglang_rollout_steps", []):
         name = step["role"].split(".")[-1] + (":" + step["entry"] if "entry" in step else "")
@@ -150,6 +152,31 @@ def test_site_plans_every_host_at_once_then_changes_the_planned_hosts_in_batches
     assert group_by["when"] == "sglang_rollout_plan.changes | length > 0" and group_by["changed_when"] is False
 
 
+def test_site_rolls_the_window_play_first_with_the_change_plays_steps():
+    plan, window, change = site_plays(window=True)
+    assert window["strategy"] == "ansible.builtin.host_pinned" and "serial" not in window
+    assert window["hosts"] == "{{ hostvars['localhost']['sglang_rollout_order']['window'] | default([]) }}"
+    # the strategy ignores max_fail_percentage (with a warning): the role counts the failures (vars/main.yml)
+    assert "max_fail_percentage" not in window
+    (task,) = window["tasks"]
+    assert task["vars"]["sglang_rollout_windowed"] is True
+    assert rollout_of(window) == rollout_of(change) == ("change", ["nvidia_driver(driver)", "sglang_server(sglang)"])
+    assert task["vars"]["sglang_rollout_steps"] == change["tasks"][0]["vars"]["sglang_rollout_steps"]
+    # no run_once in what the window play runs: host_pinned would run it on every host and hand its result to all
+    for entry in ("stage_change", "begin", "drain", "drain_late", "gateway_out", "gateway_in", "rejoin", "end", "report",
+                  "window_stop", "steps", "step", "budgets", "renew", "main"):
+        for task in flatten(rollout_tasks(entry)):
+            assert "run_once" not in task, (entry, task.get("name"))
+    order = rollout_tasks("order")[0]["vars"]["__sglang_rollout_window_hosts"]
+    hostvars = {"a": {}, "n0": {"sglang_server_node_group": "big"}, "n1": {"sglang_server_node_group": "big"}, "b": {}}
+    common = {"__sglang_rollout_all_candidates": ["a", "n0", "n1", "b"], "hostvars": hostvars,
+              "sglang_rollout_planned": True}
+    # the single-host servers roll in the window, the multi-node ones in batches after it; only from site.yml's plan
+    assert render_text(order, dict(common, sglang_rollout_window=True)) == ["a", "b"]
+    assert render_text(order, dict(common, sglang_rollout_window=False)) == []
+    assert render_text(order, dict(common, sglang_rollout_window=True, sglang_rollout_planned=False)) == []
+
+
 def test_site_reads_top_down():
     with open(os.path.join(ROOT, "playbooks", "site.yml")) as handle:
         text = handle.read()
@@ -163,8 +190,9 @@ def test_site_takes_renews_and_retakes_the_lock_around_each_phase():
     assert stage_steps("plan") == ["rollout:nodes", "rollout:budgets", "rollout:begin(plan)", "rollout:steps", "sglang_server:probe",
                                    "rollout:plan", "rollout:report", "rollout:order"]
     assert rollout_of(change) == ("change", ["nvidia_driver(driver)", "sglang_server(sglang)"])
-    assert stage_steps("change") == ["rollout:budgets", "rollout:begin", "rollout:drain", "rollout:steps", "rollout:rejoin",
-                                     "rollout:end"]
+    assert stage_steps("change") == ["rollout:window_stop", "rollout:budgets", "rollout:begin", LOCK + ":acquired",
+                                     "rollout:window_stop", "rollout:drain", "rollout:steps", "rollout:rejoin",
+                                     LOCK + ":released", "set_fact", "rollout:end"]
     stages = load("roles", "sglang_rollout", "vars", "main.yml")["__sglang_rollout_stages"]
     assert stages["plan"]["lease"] == "plan" and stages["change"] == {"lease": "drain", "hold": "hold"}
     # the probe proves only a server whose plan is empty
@@ -221,7 +249,13 @@ def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
     order, release = rollout_tasks("order")
     assert order["run_once"] is True and order["delegate_to"] == "localhost" and order["delegate_facts"] is True
     keep = order["ansible.builtin.set_fact"]["sglang_rollout_order"]["keep"]
-    assert keep == "{{ [] if __sglang_rollout_stops else __sglang_rollout_batches | first | default([]) }}"
+    # with sglang_rollout_window the window play runs first: its hosts keep the lock instead
+    assert render_text(keep, {"__sglang_rollout_stops": False, "__sglang_rollout_window_hosts": [],
+                              "__sglang_rollout_batches": [["a", "b"], ["c"]]}) == ["a", "b"]
+    assert render_text(keep, {"__sglang_rollout_stops": False, "__sglang_rollout_window_hosts": ["a", "c"],
+                              "__sglang_rollout_batches": [["n0", "n1"]]}) == ["a", "c"]
+    assert render_text(keep, {"__sglang_rollout_stops": True, "__sglang_rollout_window_hosts": ["a"],
+                              "__sglang_rollout_batches": [["a"]]}) == []
     assert "not sglang_rollout_planned | bool" in order["vars"]["__sglang_rollout_stops"], "only after a plan"
     assert "sglang_rollout_batches(sglang_rollout_serial" in order["vars"]["__sglang_rollout_batches"]
     assert "sglang_server_node_group" in order["vars"]["__sglang_rollout_batches"]
@@ -239,9 +273,12 @@ def test_site_drains_through_the_gateways_only_around_a_restart():
         "name": "llmserve.sglang.sglang_server", "tasks_from": "prewarm",
         "apply": {"tags": ["always"], "timeout": "{{ sglang_rollout_prewarm_timeout }}"}}
     assert warm["when"] == ["sglang_rollout_restarts | bool", "(nvidia_driver_plan.apply | default('none')) != 'reboot'"]
-    assert "sglang_rollout_max_unavailable" in assert_["ansible.builtin.assert"]["that"]
-    assert "__sglang_rollout_batch_servers" in assert_["ansible.builtin.assert"]["that"]
-    assert assert_["when"] == "__sglang_rollout_gateways | length > 0"
+    assert assert_["ansible.builtin.assert"]["that"] == "__sglang_rollout_batch_problems | length == 0"
+    problems = assert_["vars"]["__sglang_rollout_batch_problems"]
+    assert "sglang_rollout_max_unavailable | llmserve.sglang.sglang_rollout_window_problems(" in problems
+    assert "__sglang_rollout_batch_hosts, __sglang_rollout_pool_map" in problems
+    # the window play has no batches: each host takes a slot of its pools instead (tasks/gateway_out.yml)
+    assert assert_["when"] == ["__sglang_rollout_gateways | length > 0", "not sglang_rollout_windowed | bool"]
     assert out["ansible.builtin.include_tasks"] == {"file": "gateway_out.yml", "apply": {"tags": ["always"]}}
     # not when a step drains the host itself (site.yml: sglang_server, right before its swap or restart)
     assert out["when"] == ["__sglang_rollout_drains | bool", "not __sglang_rollout_drain_late | bool"]
@@ -363,9 +400,16 @@ def test_rank_zero_comes_from_sglang_servers_public_fact():
 # --- the sglang_rollout role's lock steps ------------------------------------------------------------------------------------
 
 def test_begin_names_the_run_and_takes_the_lock_with_the_phases_lease():
-    name, directory, ranges, take = rollout_tasks("begin")
+    naming, ranges, take = rollout_tasks("begin")
+    # included only while a name is missing: the window play (host_pinned, where run_once runs on every host) never
+    # gets there
+    assert naming["ansible.builtin.include_tasks"] == {"file": "run_name.yml", "apply": {"tags": ["always"]}}
+    assert "sglang_rollout_run_id'] is not defined" in naming["when"]
+    assert "sglang_rollout_report_run_dir'] is not defined" in naming["when"]
+    name, directory = rollout_tasks("run_name")
     assert ranges["vars"]["__sglang_rollout_range_problems"] == \
-        "{{ __sglang_rollout_ranges | llmserve.sglang.range_problems }}", "bad settings stop before the lock"
+        "{{ __sglang_rollout_ranges | llmserve.sglang.range_problems\n   + sglang_rollout_max_unavailable | " \
+        "llmserve.sglang.sglang_rollout_window_problems }}", "bad settings stop before the lock"
     for task in (name, directory):
         assert task["run_once"] is True and task["delegate_to"] == "localhost" and task["delegate_facts"] is True
     assert name["when"] == "hostvars['localhost']['sglang_rollout_run_id'] is not defined"
@@ -385,9 +429,14 @@ def test_begin_names_the_run_and_takes_the_lock_with_the_phases_lease():
 def test_end_releases_only_a_lock_this_play_took():
     # the releases are the report's `always`: a failed report keeps nothing locked (issue 45 #6;
     # tests/unit/playbooks/test_report_server_text.py runs it)
-    (end,) = rollout_tasks("end")
+    ended, end = rollout_tasks("end")
+    # the window play counts a host whose change ended without succeeding as failed (vars/main.yml)
+    assert ended["ansible.builtin.set_fact"] == {"sglang_rollout_change_ended": True}
+    assert ended["when"] == "sglang_rollout_windowed | bool"
     (report,) = end["block"]
-    holds, release = end["always"]
+    holds, slot, release = end["always"]
+    assert slot[LOCK]["path"] == "{{ __sglang_rollout_window_lock }}" and slot[LOCK]["state"] == "released"
+    assert "__sglang_rollout_unpooled_slot is succeeded" in slot["when"]
     assert report["ansible.builtin.import_tasks"] == "report.yml" and report["when"] == "sglang_rollout_report | bool"
     assert holds[LOCK]["path"] == GATEWAY_LOCK and holds[LOCK]["state"] == "released"
     assert release[LOCK] == {"owner": "{{ __sglang_rollout_owner }}", "state": "released"}
@@ -417,7 +466,7 @@ def test_every_lease_comes_from_the_lease_filter():
             if LOCK in task and "lease" in task[LOCK]:
                 locks += 1
                 assert task[LOCK]["lease"] in allowed, (path, task["name"])
-    assert locks == 4, "begin, renew, the drain's hold and gateway.yml's gateway lock"
+    assert locks == 5, "begin, renew, the drain's hold, the window slot of the unpooled servers and gateway.yml's gateway lock"
     for path in glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True) + \
             glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "**", "*.yml"), recursive=True):
         with open(path) as handle:
@@ -461,7 +510,8 @@ def test_no_inline_defaults_for_the_rollout_variables():
     specs = load("roles", "sglang_rollout", "meta", "argument_specs.yml")["argument_specs"]
     entry_points = {os.path.basename(p)[:-4] for p in glob.glob(os.path.join(ROOT, "roles", "sglang_rollout", "tasks", "*.yml"))}
     # the task files the stages put together are not entry points of their own
-    internal = {"gateway_out", "step", "steps", "budgets"} | {e for e in entry_points if e.startswith("stage_")}
+    internal = {"gateway_out", "step", "steps", "budgets", "run_name", "renames", "report_write", "window_stop"} | \
+        {e for e in entry_points if e.startswith("stage_")}
     assert set(specs) == entry_points - internal, "every entry point has its argument spec"
     for entry, spec in specs.items():
         for name, option in spec["options"].items():
@@ -576,16 +626,27 @@ def test_the_role_renews_the_lock_right_before_the_swap_and_the_restart():
 # --- no gateway restart during a drain (issue 24 #11) ----------------------------------------------------------------
 
 def test_a_drain_holds_each_gateway_lock_shared_before_it_takes_the_worker_out():
-    hold, drain = rollout_tasks("gateway_out")[:2]
+    hold, stop, drain = rollout_tasks("gateway_out")[:3]
     assert hold[LOCK]["path"] == GATEWAY_LOCK and hold[LOCK]["mode"] == "shared"
     # one holder per worker: workers of several runs drain at once, each releases only its own hold
     assert hold[LOCK]["owner"] == "{{ hostvars['localhost']['sglang_rollout_run_id'] }} drain {{ inventory_hostname }}"
-    assert hold[LOCK]["wait"] == "{{ sglang_rollout_lock_wait }}"
+    # in the window play the hold is the pool's window slot: a counting semaphore of the pool's window
+    pools = [{"gateway": "gw-a", "window": 2}, {"gateway": "gw-b", "window": 3}]
+    for windowed, gateway, most in ((False, "gw-a", 0), (True, "gw-a", 2), (True, "gw-b", 3), (True, "gw-x", 0)):
+        variables = {"__sglang_rollout_host_pools": pools, "__sglang_rollout_gw": gateway, "sglang_rollout_windowed": windowed}
+        assert int(render_text(hold[LOCK]["max_holders"], variables)) == most
+    assert render_text(hold[LOCK]["wait"], {"sglang_rollout_windowed": False, "sglang_rollout_lock_wait": 1800,
+                                            "sglang_rollout_window_wait": 86400}) == 1800
+    assert render_text(hold[LOCK]["wait"], {"sglang_rollout_windowed": True, "sglang_rollout_lock_wait": 1800,
+                                            "sglang_rollout_window_wait": 86400}) == 86400
+    # a host that got its slots after the rollout stopped gives them back and ends, unchanged
+    assert stop["ansible.builtin.include_tasks"]["file"] == "window_stop.yml"
+    assert stop["when"] == ["sglang_rollout_windowed | bool", "__sglang_rollout_window_stops | bool"]
     assert hold[LOCK]["lease"] == "{{ lookup('ansible.builtin.vars', '__sglang_rollout_lease_' ~ sglang_rollout_hold_phase) }}"
     assert hold["delegate_to"] == drain["delegate_to"] == "{{ __sglang_rollout_gw }}"
-    assert hold["loop"] == drain["loop"] and hold["vars"] == drain["vars"], "a hold in every gateway it drains from"
+    assert hold["loop"] == drain["loop"] == "{{ __sglang_rollout_host_gateways }}", "a hold in every gateway it drains from"
     assert drain["llmserve.sglang.gateway_worker"]["state"] == "absent"
-    release = rollout_tasks("end")[0]["always"][0]
+    release = rollout_tasks("end")[1]["always"][0]
     assert release[LOCK] == {"path": GATEWAY_LOCK, "owner": "{{ __sglang_rollout_owner }} drain {{ inventory_hostname }}",
                              "state": "released"}
     assert render_text(release[LOCK]["owner"], {"__sglang_rollout_owner": "r1", "inventory_hostname": "h"}) == \
@@ -593,7 +654,7 @@ def test_a_drain_holds_each_gateway_lock_shared_before_it_takes_the_worker_out()
     assert release["delegate_to"] == "{{ __sglang_rollout_hold.__sglang_rollout_gw }}"
     assert hold["register"] in release["loop"] and "'shared'" in release["loop"], "only the holds that were taken"
     # released before the host's own lock, at the end of the batch
-    assert [LOCK in t for t in flatten(rollout_tasks("end"))] == [False, True, True]
+    assert [LOCK in t for t in flatten(rollout_tasks("end"))] == [False, False, True, True, True]
 
 
 def test_gateway_lock_paths_are_private():
