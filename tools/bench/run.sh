@@ -21,7 +21,8 @@
 # Then the compile caches (BENCH_NO_CACHE=1 skips them): tools/bench/bench_cache.py, two starts of the real CPU engine
 # with the unit's environment; targets: no file written outside the declared directories, none added to the caches by
 # the second start. Results: reports/bench_cache.json.
-# Then the controller's cost per host (BENCH_NO_SCALE=1 skips it; see below).
+# Then the controller's cost per host (BENCH_NO_SCALE=1 skips it; see below), and the sliding window against lockstep
+# batches (BENCH_NO_WINDOW=1 skips it; see below).
 # Then the model store (BENCH_NO_MODEL=1 skips it, about 11 minutes): tools/bench/bench_model.py serves a 1 GiB model
 # from olah on 127.0.0.1 and compares the sglang_model role's download with curl's of the same file, side by side,
 # then measures runs that change nothing (no weight byte read, checked with fincore). Targets: role rate >= 0.8 x
@@ -147,6 +148,21 @@ if [ "${BENCH_NO_SCALE:-0}" != 1 ]; then
   "$python" "$here/bench_scale.py" --counts "${BENCH_SCALE_HOSTS:-1,2,4,8}" --samples "${BENCH_SCALE_SAMPLES:-2}" \
     "${scale_forks[@]}" --uncached --prefix "llmserve-scale-$$" --json "$root/reports/bench_scale.json" \
     --workdir "$root/reports/bench_scale" || status=1
+fi
+
+# The sliding window (BENCH_NO_WINDOW=1 skips it, about 15 minutes): tools/bench/bench_window.py boots 2 smg gateways
+# and 8 stand-in workers (llmserve-window-<pid>-*, two pools of 4, one worker slow to start: BENCH_WINDOW_SLOW_SECONDS,
+# default 40), converges them, then for windows of 1 and 2 workers per pool (BENCH_WINDOW_SIZES) rolls a change
+# through every worker with lockstep batches of the same size (1 or 2 per pool) and in the window,
+# BENCH_WINDOW_SAMPLES (default 1) times each, alternating, while a client runs through each gateway. Targets: window
+# <= 0.75 x lockstep (the change plays' time) per size, 0 failed client requests, never more workers out of a pool
+# than the window (polled from the gateways). Results: reports/bench_window.json, logs under reports/bench_window/.
+if [ "${BENCH_NO_WINDOW:-0}" != 1 ]; then
+  echo "== a rollout through two gateway pools: sliding window vs lockstep batches of the same size"
+  rm -rf "$root/reports/bench_window"
+  "$python" "$here/bench_window.py" --samples "${BENCH_WINDOW_SAMPLES:-1}" --windows "${BENCH_WINDOW_SIZES:-1,2}" \
+    --slow-seconds "${BENCH_WINDOW_SLOW_SECONDS:-40}" --prefix "llmserve-window-$$" \
+    --json "$root/reports/bench_window.json" --workdir "$root/reports/bench_window" || status=1
 fi
 
 if [ "${BENCH_NO_MODEL:-0}" != 1 ]; then

@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Benchmark helper callback: writes one JSON line per finished task (wall time of the result).
 
-Enabled only by tools/bench/bench_wait.py (ANSIBLE_CALLBACKS_ENABLED=bench_times), which sets
-BENCH_TIMES_FILE. Records when the controller received each task result, so "server ready ->
+Enabled only by tools/bench/bench_wait.py and bench_window.py (ANSIBLE_CALLBACKS_ENABLED=bench_times), which set
+BENCH_TIMES_FILE; also one line per play start. Records when the controller received each task result, so "server ready ->
 task returned" can be measured on one clock.
 """
 
@@ -59,6 +59,12 @@ class CallbackModule(CallbackBase):
         with open(self.path, "a") as handle:
             handle.write(json.dumps(record) + "\n")
         self.retries = 0
+
+    def v2_playbook_on_play_start(self, play):
+        # bench_window.py times a run's change plays by their starts
+        if self.path:
+            with open(self.path, "a") as handle:
+                handle.write(json.dumps({"t": time.time(), "play": play.get_name(), "outcome": "play_started"}) + "\n")
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         if self.path:
