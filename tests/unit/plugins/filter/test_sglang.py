@@ -33,6 +33,7 @@ FILTER_DIR = os.path.dirname(sglang_filter.__file__)
 ALL_FILTERS = ["sglang_validate", "sglang_render", "sglang_unit_value", "sglang_base_url",
                "sglang_url_path", "sglang_device_problems", "sglang_node_group_check", "sglang_node_group_plan",
                "sglang_deploy_plan", "sglang_rollout_batches", "sglang_rollout_lease", "sglang_rollout_step_problems",
+               "sglang_rollout_pools", "sglang_rollout_window_problems",
                "sglang_service_problems",
                "sglang_pip_redact", "sglang_node_firewall", "sglang_server_info_expected", "sglang_cache_layout",
                "sglang_server_addresses", "sglang_revision_swap", "sglang_revision_swap_group", "sglang_swap_verdict", "sglang_serving_record"]
@@ -50,6 +51,21 @@ def test_revision_swap_filters_report_bad_input_as_filter_errors():
         filters["sglang_serving_record"]({"unit": "x"}, ["unit"], "", "")
     text = filters["sglang_serving_record"]({"unit": "x", "env": "secret"}, ["unit"], "/m/" + "a" * 40, "a" * 40)
     assert "secret" not in text and '"weight_version": "' + "a" * 40 in text
+
+
+def test_rollout_window_filters():
+    filters = FilterModule().filters()
+    assert filters["sglang_rollout_pools"]("w1", {"gw": [{"name": "w1", "url": "u"}, {"name": "w2", "url": "v"}]}, "50%") == [
+        {"gateway": "gw", "size": 2, "window": 1, "min_healthy": 1}]
+    with pytest.raises(AnsibleFilterError, match="^sglang_rollout_pools: sglang_rollout_max_unavailable: must be"):
+        filters["sglang_rollout_pools"]("w1", {"gw": ["w1"]}, "often")
+    with pytest.raises(AnsibleFilterError, match="^sglang_rollout_pools: pools must map"):
+        filters["sglang_rollout_pools"]("w1", ["gw"], 1)
+    assert filters["sglang_rollout_window_problems"](2) == []
+    assert filters["sglang_rollout_window_problems"]("x")[0].startswith("sglang_rollout_max_unavailable: must be")
+    assert len(filters["sglang_rollout_window_problems"](1, ["a", "b"], {"gw": ["a", "b", "c"]})) == 1
+    with pytest.raises(AnsibleFilterError, match="^sglang_rollout_window_problems: a gateway's workers must be a list"):
+        filters["sglang_rollout_window_problems"](1, ["a"], {"gw": "a"})
 
 
 def test_filters_are_registered():
