@@ -15,6 +15,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_lease import role_defaults
+from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_window import host_pools
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 LOCK = "llmserve.sglang.run_lock"
@@ -175,6 +176,87 @@ def test_site_rolls_the_window_play_first_with_the_change_plays_steps():
     assert render_text(order, dict(common, sglang_rollout_window=True)) == ["a", "b"]
     assert render_text(order, dict(common, sglang_rollout_window=False)) == []
     assert render_text(order, dict(common, sglang_rollout_window=True, sglang_rollout_planned=False)) == []
+
+
+def test_the_window_play_stops_starting_hosts_once_too_many_failed():
+    variables = load("roles", "sglang_rollout", "vars", "main.yml")
+    names = ("__sglang_rollout_window_failed", "__sglang_rollout_window_stops")
+    hosts = ["a1", "a2", "b1", "b2"]
+
+    def stops(hostvars, percentage=0):
+        context = dict((name, variables[name]) for name in names)
+        context.update(ansible_play_hosts_all=hosts, sglang_rollout_max_fail_percentage=percentage,
+                       hostvars=dict({h: {"inventory_hostname": h} for h in hosts}, **{
+                           h: dict(v, inventory_hostname=h) for h, v in hostvars.items()}))
+        return render_text("{{ __sglang_rollout_window_stops }}", context), \
+            render_text("{{ __sglang_rollout_window_failed }}", context)
+
+    ended, ok = {"sglang_rollout_change_ended": True}, {"sglang_rollout_changed_ok": True}
+    # nothing ended yet, or what ended succeeded: go on
+    assert stops({}) == (False, [])
+    assert stops({"a1": dict(ended, **ok), "b1": dict(ended, **ok)}) == (False, [])
+    # a host in flight (started, not ended) is no failure
+    assert stops({"a1": {"sglang_rollout_changed_ok": True}}) == (False, [])
+    # one ended without succeeding: the default 0 % stops the rest
+    assert stops({"a1": ended, "b1": dict(ended, **ok)}) == (True, ["a1"])
+    # 25 % of 4 lets one through, not two
+    assert stops({"a1": ended}, 25) == (False, ["a1"])
+    assert stops({"a1": ended, "a2": ended}, 25) == (True, ["a1", "a2"])
+
+
+def test_a_worker_goes_out_of_and_back_into_the_gateways_of_its_pools():
+    variables = load("roles", "sglang_rollout", "vars", "main.yml")
+    # the two expressions that call the collection's filter (plugin_utils/rollout_window.py, tested on its own) are
+    # read here; this test renders them with that function in place of the filter
+    assert variables["__sglang_rollout_host_pools"].strip() == (
+        "{{ inventory_hostname | llmserve.sglang.sglang_rollout_pools(__sglang_rollout_pool_map, "
+        "sglang_rollout_max_unavailable) }}")
+    assert "__sglang_rollout_unpooled_lock_host | llmserve.sglang.sglang_rollout_pools(" in \
+        variables["__sglang_rollout_unpooled_window"]
+    names = ("__sglang_rollout_gateways", "__sglang_rollout_live_gateways", "__sglang_rollout_pool_map",
+             "__sglang_rollout_host_gateways", "__sglang_rollout_pooled_hosts",
+             "__sglang_rollout_unpooled_hosts", "__sglang_rollout_unpooled_lock_host")
+
+    def worker(name):
+        return {"name": name, "url": "http://%s:30000" % name}
+
+    hostvars = {"gw-b": {"inventory_hostname": "gw-b", "sglang_gateway_workers": [worker("b1"), worker("b2")]},
+                "gw-a": {"inventory_hostname": "gw-a", "sglang_gateway_workers": [worker(n) for n in ("a1", "a2", "s")]},
+                "gw-c": {"inventory_hostname": "gw-c", "sglang_gateway_workers": [worker("s"), worker("c1")]},
+                "gw-x": {"inventory_hostname": "gw-x"},
+                "localhost": {"sglang_gateways_live": ["gw-b", "gw-a", "gw-c"]}}
+
+    def render_for(host, **extra):
+        context = dict((name, variables[name]) for name in names)
+        context.update(inventory_hostname=host, hostvars=hostvars, sglang_rollout_max_unavailable=1,
+                       groups={"sglang_gateways": ["gw-a", "gw-b", "gw-c", "gw-x"]},
+                       ansible_play_hosts_all=["a1", "a2", "b1", "b2", "s", "c1", "lone2", "lone1"])
+        context.update(extra)
+        pools = host_pools(host, render_text("{{ __sglang_rollout_pool_map }}", context),
+                           context["sglang_rollout_max_unavailable"])
+        context["__sglang_rollout_host_pools"] = pools
+        rendered = {name: render_text("{{ %s }}" % name, context) for name in names}
+        rendered["__sglang_rollout_host_pools"] = pools
+        return rendered
+
+    a1 = render_for("a1")
+    assert a1["__sglang_rollout_pool_map"] == {"gw-b": ["b1", "b2"], "gw-a": ["a1", "a2", "s"], "gw-c": ["s", "c1"]}
+    assert a1["__sglang_rollout_host_gateways"] == ["gw-a"]
+    assert a1["__sglang_rollout_host_pools"] == [{"gateway": "gw-a", "size": 3, "window": 1, "min_healthy": 2}]
+    # a worker of two pools: both, in gateway order (the order its window slots are taken in)
+    assert render_for("s")["__sglang_rollout_host_gateways"] == ["gw-a", "gw-c"]
+    # a worker no gateway routes to drains nowhere, and shares the window of the servers behind no gateway
+    lone = render_for("lone2", sglang_rollout_max_unavailable="50%")
+    assert lone["__sglang_rollout_host_gateways"] == [] and lone["__sglang_rollout_host_pools"] == []
+    assert lone["__sglang_rollout_unpooled_hosts"] == ["lone1", "lone2"]
+    assert lone["__sglang_rollout_unpooled_lock_host"] == "lone1"
+    assert host_pools("lone1", {"servers behind no gateway": lone["__sglang_rollout_unpooled_hosts"]}, "50%")[0]["window"] == 1
+    # a live gateway whose workers were not read is kept: its drain fails loudly instead of being skipped
+    hostvars["localhost"]["sglang_gateways_live"] = ["gw-a", "gw-x"]
+    assert render_for("a1")["__sglang_rollout_host_gateways"] == ["gw-a", "gw-x"]
+    # without the gateway view's list, every gateway of the group
+    del hostvars["localhost"]["sglang_gateways_live"]
+    assert render_for("b1")["__sglang_rollout_host_gateways"] == ["gw-b", "gw-x"]
 
 
 def test_site_reads_top_down():
