@@ -363,11 +363,12 @@ def main(argv=None):
                           watch_samples=watch.samples, clients=client,
                           changed_workers=sorted(h for h in order if run["recap"].get(h, {}).get("changed", 0) > 0))
             rounds.append(result)
+            requests = {p: c.get("requests") for p, c in client.items()}
+            failures = {p: c.get("failed") for p, c in client.items()}
             log("%s (forks %d): rc %d, wall %.1f s, change %s s, most out %s, mean out of rotation %s s, requests %s, "
-                "failed %s, workers changed %d/8" % (
-                label, forks, run["rc"], run["wall"], result["change"], watch.most_out, result["out_of_rotation_mean"],
-                {p: c.get("requests") for p, c in client.items()}, {p: c.get("failed") for p, c in client.items()},
-                len(result["changed_workers"])))
+                "failed %s, workers changed %d/8" % (label, forks, run["rc"], run["wall"], result["change"],
+                                                     watch.most_out, result["out_of_rotation_mean"], requests, failures,
+                                                     len(result["changed_workers"])))
     finally:
         if not args.keep:
             remove(containers, network)
