@@ -162,6 +162,11 @@ def boot_hosts(names, image, mounts):
         for source, target in mounts:
             argv += ["-v", "%s:%s:ro" % (source, target)]
         subprocess.run(argv + [image, "/sbin/init"], stdout=subprocess.DEVNULL, check=True)
+    wait_booted(names)
+
+
+def wait_booted(names):
+    """Wait until systemd in each container says running (or degraded: a unit the image does not need failed)."""
     for name in names:
         for dummy_try in range(120):
             state = subprocess.run(["podman", "exec", name, "systemctl", "is-system-running"], capture_output=True,
@@ -227,6 +232,19 @@ def print_report(rows, fit, forks, uncached_rows, wall, loadavg):
                 count, row["cpu"], cached and cached["cpu"], row["wall"], cached and cached["wall"]))
 
 
+def add_host_arguments(parser):
+    """The options every bench that boots test hosts takes (bench_window.py too): what the hosts mount, --keep, and
+    where the results go."""
+    cache = os.environ.get("LLMSERVE_CACHE", "/var/cache/llmserve")
+    parser.add_argument("--fixtures", default=os.path.join(cache, "fixtures"))
+    parser.add_argument("--wheelhouse", default=os.path.join(cache, "wheelhouse"))
+    parser.add_argument("--models", default=os.path.dirname(
+        os.environ.get("LLMSERVE_SGLANG_MODEL", os.path.join(cache, "models", "tiny-llama"))))
+    parser.add_argument("--keep", action="store_true", help="leave the test hosts running")
+    parser.add_argument("--json", help="write all measurements to this file")
+    parser.add_argument("--workdir", help="keep logs, reports and the inventory here (default: a temporary directory)")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="site.yml that changes nothing: controller CPU and memory per host")
     parser.add_argument("--counts", default="1,2,4,8", help="host counts, comma separated (default 1,2,4,8)")
@@ -237,14 +255,7 @@ def main(argv=None):
     parser.add_argument("--prefix", default="llmserve-scale-%d" % os.getpid(), help="container name prefix")
     parser.add_argument("--image", default=os.environ.get("TH_IMAGE_PREFIX", "localhost/llmserve-testhost") + ":trixie",
                         help="test host image (default: the Debian 13 one, like the demo's stand-in host)")
-    cache = os.environ.get("LLMSERVE_CACHE", "/var/cache/llmserve")
-    parser.add_argument("--fixtures", default=os.path.join(cache, "fixtures"))
-    parser.add_argument("--wheelhouse", default=os.path.join(cache, "wheelhouse"))
-    parser.add_argument("--models", default=os.path.dirname(
-        os.environ.get("LLMSERVE_SGLANG_MODEL", os.path.join(cache, "models", "tiny-llama"))))
-    parser.add_argument("--keep", action="store_true", help="leave the test hosts running")
-    parser.add_argument("--json", help="write all measurements to this file")
-    parser.add_argument("--workdir", help="keep logs, reports and the inventory here (default: a temporary directory)")
+    add_host_arguments(parser)
     args = parser.parse_args(argv)
     try:
         counts = parse_counts(args.counts)

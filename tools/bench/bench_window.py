@@ -39,6 +39,7 @@ and makes the test host images, the fixture trees and the stand-in and smg wheel
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -59,6 +60,11 @@ WORKER_KEY = "window-bench-worker-key-9a27"
 POOLS = ("a", "b")
 PER_POOL = 4
 TARGET_RATIO = 0.75
+
+# bench_scale.py's test host options and boot wait, loaded from its file (tools/bench is not a package)
+_SPEC = importlib.util.spec_from_file_location("bench_scale", os.path.join(HERE, "bench_scale.py"))
+bench_scale = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(bench_scale)
 
 
 def log(text):
@@ -118,7 +124,7 @@ def write_inventory(directory, prefix, slow_seconds):
     return directory
 
 
-def boot(containers, network, mounts):
+def boot(containers, network):
     """One systemd container per (name, image, mounts) on ``network``; waits until each runs."""
     subprocess.run(["podman", "network", "create", network], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=False)
@@ -130,15 +136,7 @@ def boot(containers, network, mounts):
         for source, target in volumes:
             argv += ["-v", "%s:%s:ro" % (source, target)]
         subprocess.run(argv + [image, "/sbin/init"], stdout=subprocess.DEVNULL, check=True)
-    for name, dummy_image, dummy_volumes in containers:
-        for dummy_try in range(120):
-            state = subprocess.run(["podman", "exec", name, "systemctl", "is-system-running"], capture_output=True,
-                                   text=True, check=False).stdout.strip()
-            if state in ("running", "degraded"):
-                break
-            time.sleep(0.5)
-        else:
-            raise RuntimeError("test host %s did not finish booting" % name)
+    bench_scale.wait_booted([name for name, dummy_image, dummy_volumes in containers])
 
 
 def remove(containers, network):
@@ -291,14 +289,7 @@ def main(argv=None):
                              "behind each pool's slots; the lockstep rounds have 10, more than a batch)")
     parser.add_argument("--prefix", default="llmserve-window-%d" % os.getpid())
     image_prefix = os.environ.get("TH_IMAGE_PREFIX", "localhost/llmserve-testhost")
-    cache = os.environ.get("LLMSERVE_CACHE", "/var/cache/llmserve")
-    parser.add_argument("--fixtures", default=os.path.join(cache, "fixtures"))
-    parser.add_argument("--wheelhouse", default=os.path.join(cache, "wheelhouse"))
-    parser.add_argument("--models", default=os.path.dirname(
-        os.environ.get("LLMSERVE_SGLANG_MODEL", os.path.join(cache, "models", "tiny-llama"))))
-    parser.add_argument("--keep", action="store_true", help="leave the test hosts running")
-    parser.add_argument("--json", help="write the measurements to this file")
-    parser.add_argument("--workdir", help="logs, reports and the inventory (default: a temporary directory)")
+    bench_scale.add_host_arguments(parser)
     args = parser.parse_args(argv)
     if args.samples < 1:
         parser.error("--samples must be at least 1")
@@ -326,7 +317,7 @@ def main(argv=None):
     checks = []
     try:
         log("booting 2 gateways and 8 workers (%s-*) on network %s" % (args.prefix, network))
-        boot(containers, network, [])
+        boot(containers, network)
         for step, name, extra in (("converge-workers", "site.yml", ["-e", "sglang_rollout_window=true"]),
                                   ("converge-gateways", "gateway.yml", [])):
             run = playbook(name, inventory, workdir, step, extra=extra)
