@@ -16,6 +16,7 @@ order, so two hosts (or two runs) that need the same two pools never wait on eac
 
 from __future__ import annotations
 
+import math
 import re
 
 SETTING = "sglang_rollout_max_unavailable"
@@ -46,7 +47,8 @@ def _parse(value):
             raise WindowError(rule)
         return ("count", value)
     if isinstance(value, float):
-        if value != int(value) or value < 1:
+        # .nan and .inf are floats in YAML: int() would raise on them
+        if not math.isfinite(value) or value != int(value) or value < 1:
             raise WindowError(rule)
         return ("count", int(value))
     if isinstance(value, str):

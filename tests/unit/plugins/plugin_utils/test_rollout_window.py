@@ -37,7 +37,9 @@ def test_pool_window(value, size, window):
     assert min_healthy(value, size) == max(1, size - window)
 
 
-@pytest.mark.parametrize("value", [0, -1, "0", "", "two", "0%", "101%", "-5%", "25", True, None, 1.5, [1], "%"])
+@pytest.mark.parametrize("value", [0, -1, "0", "", "two", "0%", "101%", "-5%", "25", True, None, 1.5, [1], "%",
+                                   float("nan"), float("inf"), float("-inf"), "1e999%", "nan%", "inf%", "9" * 400 + "%",
+                                   "2%\x1b[31m"])
 def test_bad_max_unavailable_names_the_setting_and_the_rule(value):
     if value == "25":
         assert max_unavailable_problem(value) == ""
