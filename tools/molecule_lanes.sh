@@ -2,7 +2,8 @@
 # Run molecule scenarios in N parallel lanes (MOLECULE_LANES, default 2): the scenarios spend most of their time
 # waiting on containers and services, so two lanes fit a 2-core machine. A lane that is free takes the next
 # scenario of the list (put the longest first: the fleet scenario then runs alone in one lane while the other works
-# through the rest). Prints one PASSED/FAILED line per scenario, the failed logs' tails, and the closing line
+# through the rest). Prints one PASSED/FAILED line per scenario, a failed scenario's log tail as soon as it failed
+# (a CI run killed at its time limit still shows why an earlier scenario failed), and the closing line
 # "molecule: N passed, N failed".
 #   molecule_lanes.sh LOGDIR SCENARIO...
 set -uo pipefail
@@ -13,7 +14,7 @@ mkdir -p "$logdir"
 
 queue=$(mktemp)
 printf '%s\n' "$@" >"$queue"
-trap 'rm -f "$queue" "$queue.lock"' EXIT
+trap 'rm -f "$queue" "$queue.lock" "$queue.print"' EXIT
 
 # the next scenario of the queue, taken under a lock so two lanes never take the same one
 next_scenario() {
@@ -34,7 +35,14 @@ run_lane() {
     if [ "$rc" -eq 0 ]; then
       echo "molecule scenario $s: PASSED ($((SECONDS - start)) s)"
     else
-      echo "molecule scenario $s: FAILED ($((SECONDS - start)) s)"
+      # one block under the lock: the other lane's lines never fall inside it
+      (
+        flock 9
+        echo "molecule scenario $s: FAILED ($((SECONDS - start)) s)"
+        echo "---- last 150 lines of molecule test -s $s ----"
+        tail -n 150 "$logdir/molecule-$s.log"
+        echo "---- end of molecule test -s $s ----"
+      ) 9>"$queue.print"
     fi
   done
 }
@@ -51,13 +59,14 @@ for p in "${pids[@]}"; do wait "$p"; done
 pass=0
 fail=0
 for s in "$@"; do
-  read -r rc _secs <"$logdir/molecule-$s.result" 2>/dev/null || rc=1
-  if [ "$rc" -eq 0 ]; then
+  if ! read -r rc _secs <"$logdir/molecule-$s.result" 2>/dev/null; then
+    fail=$((fail + 1))
+    echo "molecule scenario $s: did not run"
+  elif [ "$rc" -eq 0 ]; then
     pass=$((pass + 1))
   else
     fail=$((fail + 1))
-    echo "---- last 150 lines of molecule test -s $s ----"
-    tail -n 150 "$logdir/molecule-$s.log"
+    echo "molecule scenario $s failed: $logdir/molecule-$s.log (its tail is above)"
   fi
 done
 echo "molecule: $pass passed, $fail failed"
