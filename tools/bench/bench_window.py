@@ -3,9 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Benchmark: a rollout through two gateway pools in a sliding window against lockstep batches of the same size.
 
-Boots 2 gateway hosts (smg, the real SGLang model gateway) and 8 worker hosts (the SGLang stand-in, tools/standin)
-as systemd test containers on a podman network of their own; gateway ``PREFIX-gw-a`` routes to the workers
-``PREFIX-a1..a4`` (group pool_a), ``PREFIX-gw-b`` to ``PREFIX-b1..b4`` (pool_b). Worker ``a1`` is slow to start: its
+Boots 2 gateway hosts (smg, the real SGLang model gateway) and 2 x ``--pool-size`` (default 4) worker hosts (the
+SGLang stand-in, tools/standin) as systemd test containers on a podman network of their own; gateway ``PREFIX-gw-a``
+routes to the workers ``PREFIX-a1..a4`` (group pool_a), ``PREFIX-gw-b`` to ``PREFIX-b1..b4`` (pool_b). Worker ``a1`` is slow to start: its
 stand-in loads for ``--slow-seconds`` instead of 5 s. The inventory lists the workers a1, b1, a2, b2, ... so that
 a lockstep batch of 2w takes w workers of each pool, the same number that a window of w lets out of each pool.
 
@@ -14,7 +14,7 @@ runs site.yml rounds that change every worker's environment (so every worker res
 ``--windows`` (default 1 and 2) alternating the two ways (lockstep, window, window, lockstep, ... for ``--samples``
 of each):
 
-* lockstep: ``sglang_rollout_serial=2w``, ``sglang_rollout_max_unavailable=w``: 4/w batches, each as slow as its
+* lockstep: ``sglang_rollout_serial=2w``, ``sglang_rollout_max_unavailable=w``: pool-size/w batches, each as slow as its
   slowest host, and each doing its in-rotation work (validation, install check, staging) only when its turn comes;
 * window: ``sglang_rollout_window=true``, ``sglang_rollout_max_unavailable=w``: each pool lets w workers out at once,
   a worker that serves again frees its slot for the next, and every worker does its in-rotation work at once.
@@ -27,10 +27,14 @@ bench_times callback), the client's requests and failures, and the most workers 
 
 Targets (PASS/FAIL): per window size, the window's change time <= 0.75 x the lockstep's (medians); 0 failed client
 requests in every round, never more workers out of a pool than the round's window, every round's recap without
-failures, and each round really restarted every worker (changed on all 8).
+failures, and each round really restarted every worker (changed on all of them).
 
-    python tools/bench/bench_window.py [--samples 1] [--windows 1,2] [--slow-seconds 40] [--json FILE]
-        [--workdir DIR] [--keep]
+With pools of n, a window of w and the slow worker's time S against a normal worker's T (both out of rotation), the
+lockstep batches take about S + (n/w - 1) T and the window about max(S, (S + (n - 1) T) / w): with n = 4 and w = 2
+the window cannot do better than 0.75 of lockstep (at S = 3T), with n = 6 it can reach 0.71 (at S = 5T).
+
+    python tools/bench/bench_window.py [--samples 1] [--windows 1,2] [--slow-seconds 40] [--pool-size 4]
+        [--json FILE] [--workdir DIR] [--keep]
 
 Run it through ``make bench`` (tools/bench/run.sh: BENCH_NO_WINDOW=1 skips it), which sets ANSIBLE_COLLECTIONS_PATH
 and makes the test host images, the fixture trees and the stand-in and smg wheelhouses.
@@ -71,17 +75,17 @@ def log(text):
     print("bench-window: %s" % text, flush=True)
 
 
-def names(prefix):
-    workers = {pool: ["%s-%s%d" % (prefix, pool, i + 1) for i in range(PER_POOL)] for pool in POOLS}
+def names(prefix, per_pool=PER_POOL):
+    workers = {pool: ["%s-%s%d" % (prefix, pool, i + 1) for i in range(per_pool)] for pool in POOLS}
     gateways = {pool: "%s-gw-%s" % (prefix, pool) for pool in POOLS}
     # a1, b1, a2, b2, ...: a lockstep batch of 4 takes 2 of each pool
-    order = [workers[pool][i] for i in range(PER_POOL) for pool in POOLS]
+    order = [workers[pool][i] for i in range(per_pool) for pool in POOLS]
     return workers, gateways, order
 
 
-def write_inventory(directory, prefix, slow_seconds):
+def write_inventory(directory, prefix, slow_seconds, per_pool=PER_POOL):
     """The inventory: the demo's settings for the stand-in workers, two pools, two gateways. Returns its path."""
-    workers, gateways, order = names(prefix)
+    workers, gateways, order = names(prefix, per_pool)
     os.makedirs(os.path.join(directory, "host_vars"), exist_ok=True)
     slow = workers["a"][0]
     lines = ["---", "# written by tools/bench/bench_window.py", "all:", "  vars:",
@@ -272,35 +276,38 @@ def round_extra(way, number, window):
     return extra + ["-e", "sglang_rollout_serial=%d" % (window * len(POOLS))]
 
 
-def parse_windows(text):
+def parse_windows(text, per_pool=PER_POOL):
     windows = sorted({int(part) for part in text.split(",") if part.strip()})
-    if not windows or any(w < 1 or w >= PER_POOL for w in windows):
-        raise ValueError("--windows: sizes from 1 to %d, comma separated" % (PER_POOL - 1))
+    if not windows or any(w < 1 or w >= per_pool for w in windows):
+        raise ValueError("--windows: sizes from 1 to %d, comma separated" % (per_pool - 1))
     return windows
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="sliding window vs lockstep batches, two gateway pools of 4")
+    parser = argparse.ArgumentParser(description="sliding window vs lockstep batches, two gateway pools")
     parser.add_argument("--samples", type=int, default=1, help="rounds of each way (default 1)")
     parser.add_argument("--slow-seconds", type=int, default=40, help="the slow worker's load time (default 40)")
     parser.add_argument("--windows", default="1,2", help="workers out of each pool at once, comma separated (default 1,2)")
     parser.add_argument("--window-forks", type=int, default=0,
                         help="forks of the window rounds (default: the pools x (window + 1): one server preparing "
                              "behind each pool's slots; the lockstep rounds have 10, more than a batch)")
+    parser.add_argument("--pool-size", type=int, default=PER_POOL, help="workers per pool (default 4, at least 2)")
     parser.add_argument("--prefix", default="llmserve-window-%d" % os.getpid())
     image_prefix = os.environ.get("TH_IMAGE_PREFIX", "localhost/llmserve-testhost")
     bench_scale.add_host_arguments(parser)
     args = parser.parse_args(argv)
     if args.samples < 1:
         parser.error("--samples must be at least 1")
+    if args.pool_size < 2:
+        parser.error("--pool-size must be at least 2")
     try:
-        windows = parse_windows(args.windows)
+        windows = parse_windows(args.windows, args.pool_size)
     except ValueError as error:
         parser.error(str(error))
     workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="llmserve-bench-window-"))
     os.makedirs(workdir, exist_ok=True)
-    inventory = write_inventory(os.path.join(workdir, "inventory"), args.prefix, args.slow_seconds)
-    workers, gateways, order = names(args.prefix)
+    inventory = write_inventory(os.path.join(workdir, "inventory"), args.prefix, args.slow_seconds, args.pool_size)
+    workers, gateways, order = names(args.prefix, args.pool_size)
     worker_mounts = [(args.fixtures, "/opt/llmserve-fixtures"), (args.wheelhouse, "/opt/llmserve-wheelhouse"),
                      (args.models, "/opt/llmserve-models")]
     gateway_mounts = [(os.path.join(args.wheelhouse, "smg"), "/opt/llmserve-wheelhouse-smg")]
@@ -316,7 +323,7 @@ def main(argv=None):
     rounds = []
     checks = []
     try:
-        log("booting 2 gateways and 8 workers (%s-*) on network %s" % (args.prefix, network))
+        log("booting 2 gateways and %d workers (%s-*) on network %s" % (len(order), args.prefix, network))
         boot(containers, network)
         for step, name, extra in (("converge-workers", "site.yml", ["-e", "sglang_rollout_window=true"]),
                                   ("converge-gateways", "gateway.yml", [])):
@@ -335,7 +342,7 @@ def main(argv=None):
         for number, (way, window) in enumerate(ways, start=1):
             label = "round-%d-%s-%d" % (number, way, window)
             times = os.path.join(workdir, label + ".times.jsonl")
-            watch = PoolWatch(urls, {p: PER_POOL for p in POOLS})
+            watch = PoolWatch(urls, {p: args.pool_size for p in POOLS})
             watch.start()
             clients = start_clients(gateways, label)
             time.sleep(3)
@@ -357,9 +364,9 @@ def main(argv=None):
             requests = {p: c.get("requests") for p, c in client.items()}
             failures = {p: c.get("failed") for p, c in client.items()}
             log("%s (forks %d): rc %d, wall %.1f s, change %s s, most out %s, mean out of rotation %s s, requests %s, "
-                "failed %s, workers changed %d/8" % (label, forks, run["rc"], run["wall"], result["change"],
-                                                     watch.most_out, result["out_of_rotation_mean"], requests, failures,
-                                                     len(result["changed_workers"])))
+                "failed %s, workers changed %d/%d" % (label, forks, run["rc"], run["wall"], result["change"],
+                                                      watch.most_out, result["out_of_rotation_mean"], requests, failures,
+                                                      len(result["changed_workers"]), len(order)))
     finally:
         if not args.keep:
             remove(containers, network)
@@ -389,7 +396,7 @@ def main(argv=None):
                                                               for c in r["recap"].values())]
     checks.append(("every round's run succeeded", not bad, "rounds with failures %s" % bad))
     partial = [r["number"] for r in rounds if len(r["changed_workers"]) != len(order)]
-    checks.append(("every round restarted all 8 workers", not partial, "rounds that did not %s" % partial))
+    checks.append(("every round restarted all %d workers" % len(order), not partial, "rounds that did not %s" % partial))
     wall = time.monotonic() - started
     failures = 0
     for name, ok, measured in checks:
@@ -400,7 +407,7 @@ def main(argv=None):
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as handle:
-            json.dump(dict(rounds=rounds, summary=summary, slow_seconds=args.slow_seconds,
+            json.dump(dict(rounds=rounds, summary=summary, slow_seconds=args.slow_seconds, pool_size=args.pool_size,
                            windows=windows, targets=[dict(name=n, ok=o, measured=m) for n, o, m in checks],
                            loadavg=os.getloadavg(), wall=wall), handle, indent=2)
     return 1 if failures else 0

@@ -70,3 +70,19 @@ def test_the_change_time_runs_from_the_first_change_play_to_the_rejoin(tmp_path)
     assert bench_window.change_seconds(str(times)) == 160.5
     times.write_text(json.dumps(records[0]) + "\n")
     assert bench_window.change_seconds(str(times)) is None
+
+
+def test_pools_of_six_keep_the_batches_even_and_the_windows_below_the_pool(tmp_path):
+    workers, dummy_gateways, order = bench_window.names("p", 6)
+    assert workers["b"] == ["p-b%d" % i for i in range(1, 7)] and len(order) == 12
+    for start in range(0, 12, 4):
+        batch = order[start:start + 4]
+        assert sum(h.startswith("p-a") for h in batch) == sum(h.startswith("p-b") for h in batch) == 2
+    directory = bench_window.write_inventory(str(tmp_path / "inv"), "p", 60, 6)
+    with open(os.path.join(directory, "hosts.yml")) as handle:
+        hosts = yaml.safe_load(handle)["all"]["children"]
+    assert list(hosts["pool_b"]["hosts"]) == workers["b"]
+    assert list(hosts["sglang_servers"]["hosts"]) == order
+    assert bench_window.parse_windows("2,5", 6) == [2, 5]
+    with pytest.raises(ValueError):
+        bench_window.parse_windows("6", 6)
