@@ -150,18 +150,18 @@ if [ "${BENCH_NO_SCALE:-0}" != 1 ]; then
     --workdir "$root/reports/bench_scale" || status=1
 fi
 
-# The sliding window (BENCH_NO_WINDOW=1 skips it, about 15 minutes): tools/bench/bench_window.py boots 2 smg gateways
-# and 8 stand-in workers (llmserve-window-<pid>-*, two pools of 4: BENCH_WINDOW_POOL_SIZE; one worker slow to start:
-# BENCH_WINDOW_SLOW_SECONDS, default 40), converges them, then for windows of 1 and 2 workers per pool (BENCH_WINDOW_SIZES) rolls a change
-# through every worker with lockstep batches of the same size (1 or 2 per pool) and in the window,
-# BENCH_WINDOW_SAMPLES (default 1) times each, alternating, while a client runs through each gateway. Targets: window
+# The sliding window (BENCH_NO_WINDOW=1 skips it, about 20 minutes): tools/bench/bench_window.py boots 2 smg gateways
+# and 12 stand-in workers (llmserve-window-<pid>-*, two pools of 6: BENCH_WINDOW_POOL_SIZE; one worker slow to start:
+# BENCH_WINDOW_SLOW_SECONDS, default 120), converges them, then for a window of 2 workers per pool
+# (BENCH_WINDOW_SIZES, e.g. 1,2) rolls a change through every worker with lockstep batches of the same size and in
+# the window, BENCH_WINDOW_SAMPLES (default 1) times each, alternating, while a client runs through each gateway. Targets: window
 # <= 0.75 x lockstep (the change plays' time) per size, 0 failed client requests, never more workers out of a pool
 # than the window (polled from the gateways). Results: reports/bench_window.json, logs under reports/bench_window/.
 if [ "${BENCH_NO_WINDOW:-0}" != 1 ]; then
   echo "== a rollout through two gateway pools: sliding window vs lockstep batches of the same size"
   rm -rf "$root/reports/bench_window"
-  "$python" "$here/bench_window.py" --samples "${BENCH_WINDOW_SAMPLES:-1}" --windows "${BENCH_WINDOW_SIZES:-1,2}" \
-    --slow-seconds "${BENCH_WINDOW_SLOW_SECONDS:-40}" --pool-size "${BENCH_WINDOW_POOL_SIZE:-4}" \
+  "$python" "$here/bench_window.py" --samples "${BENCH_WINDOW_SAMPLES:-1}" --windows "${BENCH_WINDOW_SIZES:-2}" \
+    --slow-seconds "${BENCH_WINDOW_SLOW_SECONDS:-120}" --pool-size "${BENCH_WINDOW_POOL_SIZE:-6}" \
     --prefix "llmserve-window-$$" \
     --json "$root/reports/bench_window.json" --workdir "$root/reports/bench_window" || status=1
 fi
