@@ -14,7 +14,7 @@ mkdir -p "$logdir"
 
 queue=$(mktemp)
 printf '%s\n' "$@" >"$queue"
-trap 'rm -f "$queue" "$queue.lock" "$queue.print"' EXIT
+trap 'rm -f "$queue" "$queue.lock"' EXIT
 
 # the next scenario of the queue, taken under a lock so two lanes never take the same one
 next_scenario() {
@@ -35,14 +35,14 @@ run_lane() {
     if [ "$rc" -eq 0 ]; then
       echo "molecule scenario $s: PASSED ($((SECONDS - start)) s)"
     else
-      # one block under the lock: the other lane's lines never fall inside it
+      # one block under the queue's lock: the other lane's lines never fall inside it
       (
         flock 9
         echo "molecule scenario $s: FAILED ($((SECONDS - start)) s)"
         echo "---- last 150 lines of molecule test -s $s ----"
         tail -n 150 "$logdir/molecule-$s.log"
         echo "---- end of molecule test -s $s ----"
-      ) 9>"$queue.print"
+      ) 9>"$queue.lock"
     fi
   done
 }

@@ -5,17 +5,18 @@
 
 Boots 2 gateway hosts (smg, the real SGLang model gateway) and 2 x ``--pool-size`` (default 4) worker hosts (the
 SGLang stand-in, tools/standin) as systemd test containers on a podman network of their own; gateway ``PREFIX-gw-a``
-routes to the workers ``PREFIX-a1..a4`` (group pool_a), ``PREFIX-gw-b`` to ``PREFIX-b1..b4`` (pool_b). Worker ``a1`` is slow to start: its
-stand-in loads for ``--slow-seconds`` instead of 5 s. The inventory lists the workers a1, b1, a2, b2, ... so that
-a lockstep batch of 2w takes w workers of each pool, the same number that a window of w lets out of each pool.
+routes to the workers ``PREFIX-a1..a4`` (group pool_a), ``PREFIX-gw-b`` to ``PREFIX-b1..b4`` (pool_b). Worker ``a1``
+is slow to start: its stand-in loads for ``--slow-seconds`` instead of 5 s. The inventory lists the workers a1, b1,
+a2, b2, ... so that a lockstep batch of 2w takes w workers of each pool, the same number that a window of w lets out
+of each pool.
 
 Converges them (site.yml in the window, which is also the first deployment's fastest way, then gateway.yml), then
 runs site.yml rounds that change every worker's environment (so every worker restarts), for each window size w of
 ``--windows`` (default 1 and 2) alternating the two ways (lockstep, window, window, lockstep, ... for ``--samples``
 of each):
 
-* lockstep: ``sglang_rollout_serial=2w``, ``sglang_rollout_max_unavailable=w``: pool-size/w batches, each as slow as its
-  slowest host, and each doing its in-rotation work (validation, install check, staging) only when its turn comes;
+* lockstep: ``sglang_rollout_serial=2w``, ``sglang_rollout_max_unavailable=w``: pool-size/w batches, each as slow as
+  its slowest host, and each doing its in-rotation work (validation, install check, staging) only when its turn comes;
 * window: ``sglang_rollout_window=true``, ``sglang_rollout_max_unavailable=w``: each pool lets w workers out at once,
   a worker that serves again frees its slot for the next, and every worker does its in-rotation work at once.
 
