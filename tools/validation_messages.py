@@ -854,6 +854,28 @@ def _window_cases():
     ]
 
 
+def _canary_cases():
+    from ansible_collections.llmserve.sglang.plugins.filter.sglang import sglang_canary_problems
+
+    def case(cid, canary="auto", seconds=300, thresholds=None, inconclusive="rollback"):
+        text = "canary=%r, seconds=%r, thresholds=%r, inconclusive=%r" % (canary, seconds, thresholds, inconclusive)
+        return cid, text, lambda: sglang_canary_problems(canary, seconds, thresholds, inconclusive)
+
+    return [
+        case("count-text", canary="some"),
+        case("count-negative", canary=-1),
+        case("count-bool", canary=True),
+        case("seconds-zero", seconds=0),
+        case("seconds-over", seconds=86401),
+        case("threshold-unknown", thresholds={"max_latency": 2}),
+        case("threshold-ratio-negative", thresholds={"max_tpot_ratio": -1}),
+        case("threshold-min-requests", thresholds={"min_requests": 0}),
+        case("threshold-statuses", thresholds={"error_statuses": ["server errors"]}),
+        case("thresholds-not-dict", thresholds="strict"),
+        case("inconclusive-choice", inconclusive="ignore"),
+    ]
+
+
 def cases():
     """Every Python case: [(entry point, case id, input text, callable)]."""
     result = []
@@ -869,6 +891,7 @@ def cases():
         ("sglang_model_validate", _model_cases),
         ("sglang_rollout_step_problems", _rollout_cases),
         ("sglang_rollout_window_problems", _window_cases),
+        ("sglang_canary_problems", _canary_cases),
         ("sglang_device_problems", _device_cases),
         ("nvidia_driver_param_errors", _nvidia_cases),
         ("iommu_preflight_evaluate", _preflight_cases),

@@ -18,14 +18,15 @@ def _report():
 
 
 def sglang_host_report(host, preflight=None, driver=None, sglang=None, gateway_out=None, gateway_in=None,
-                       plan=None, model=None):
+                       plan=None, model=None, canary=None):
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.rotation import rotation_record
 
     report = _report()
     return report.build_host_report(host, preflight or None, driver or None, sglang or None,
                                     report.gateway_states(gateway_out or None, gateway_in or None), plan or None,
                                     model or None,
-                                    rotation_record(gateway_out or None, gateway_in or None, sglang or None))
+                                    rotation_record(gateway_out or None, gateway_in or None, sglang or None),
+                                    canary or None)
 
 
 def sglang_host_stats(report):

@@ -227,6 +227,22 @@ def sglang_rollout_pools(host, pools, max_unavailable=1):
         raise AnsibleFilterError("sglang_rollout_pools: %s" % to_native(exc))
 
 
+def sglang_canary_gate(canary, start=None, end=None, thresholds=None, window_seconds=None, loop_var="item"):
+    """The canary gate's verdict on ``canary`` from the two looped reads of /metrics (``start``, ``end``: registered
+    ``ansible.builtin.uri`` results, the worker named by ``loop_var``)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils import canary_gate
+
+    scrapes = canary_gate.scrapes_from_results(start, end, loop_var)
+    return canary_gate.gate_from_scrapes(canary, scrapes, thresholds or None, window_seconds)
+
+
+def sglang_canary_problems(canary, seconds=300, thresholds=None, inconclusive="rollback"):
+    """What is wrong with the canary gate's settings (sglang_rollout_canary, _seconds, _thresholds, _inconclusive)."""
+    from ansible_collections.llmserve.sglang.plugins.plugin_utils.canary_gate import settings_problems
+
+    return settings_problems(canary, seconds, thresholds, inconclusive)
+
+
 def sglang_rollout_window_problems(max_unavailable, batch=None, pools=None):
     """Return what is wrong with sglang_rollout_max_unavailable, then with a lockstep batch in the pools (a list)."""
     from ansible_collections.llmserve.sglang.plugins.plugin_utils.rollout_window import (
@@ -336,6 +352,8 @@ class FilterModule(object):
             "sglang_rollout_lease": sglang_rollout_lease,
             "sglang_rollout_pools": sglang_rollout_pools,
             "sglang_rollout_window_problems": sglang_rollout_window_problems,
+            "sglang_canary_gate": sglang_canary_gate,
+            "sglang_canary_problems": sglang_canary_problems,
             "sglang_rollout_step_problems": sglang_rollout_step_problems,
             "sglang_service_problems": sglang_service_problems,
             "sglang_pip_redact": sglang_pip_redact,

@@ -131,15 +131,15 @@ def check_thresholds(thresholds):
                 continue
             number = finite_number(value)
             if key == "quantile":
-                ok = number is not None and 0 < number < 1
+                ok, rule = number is not None and 0 < number < 1, "a number between 0 and 1"
             elif key == "max_error_rate_increase":
-                ok = number is not None and 0 <= number <= 1
+                ok, rule = number is not None and 0 <= number <= 1, "a fraction from 0 to 1"
             elif key.endswith("_slack_seconds"):
-                ok = number is not None and number >= 0
+                ok, rule = number is not None and number >= 0, "0 or more seconds"
             else:  # a ratio
-                ok = number is not None and number > 0
+                ok, rule = number is not None and number > 0, "a ratio above 0 (null: not judged)"
             if not ok:
-                errors.append("%s cannot be %r" % (key, value))
+                errors.append("%s must be %s, got %r" % (key, rule, value))
                 continue
             merged[key] = number
     return merged, errors
@@ -598,3 +598,46 @@ def gate_from_prometheus(canary, answers, workers, thresholds=None, window_secon
     verdict = judge(canary, numbers, thresholds, "prometheus", window_seconds)
     verdict["problems"] = problems + verdict["problems"]
     return verdict
+
+
+# --- the rollout's settings and its reads of /metrics --------------------------------------------------------------
+
+INCONCLUSIVE_CHOICES = ("rollback", "continue")
+
+
+def settings_problems(canary, seconds, thresholds, inconclusive):
+    """One message per rollout setting of the gate that is wrong (``sglang_rollout_canary``: ``auto`` or a whole
+    number of 0 or more; ``sglang_rollout_canary_seconds``: 1 to 86400; the thresholds; what an inconclusive gate
+    does). site.yml checks them with the plan, before any server changes."""
+    problems = []
+    if not (isinstance(canary, str) and canary.strip().lower() == "auto"):
+        number = None if isinstance(canary, bool) else as_int(canary)
+        if number is None or number < 0:
+            problems.append("sglang_rollout_canary must be auto or a whole number of servers (0: no canary gate), "
+                            "got %r" % (canary,))
+    number = None if isinstance(seconds, bool) else as_int(seconds)
+    if number is None or not 1 <= number <= 86400:
+        problems.append("sglang_rollout_canary_seconds must be a whole number of seconds from 1 to 86400, got %r"
+                        % (seconds,))
+    dummy_options, errors = check_thresholds(thresholds)
+    problems += ["sglang_rollout_canary_thresholds: %s" % error for error in errors]
+    if inconclusive not in INCONCLUSIVE_CHOICES:
+        problems.append("sglang_rollout_canary_inconclusive must be one of %s, got %r" % (
+            ", ".join(INCONCLUSIVE_CHOICES), inconclusive))
+    return problems
+
+
+def scrapes_from_results(start, end, key="item"):
+    """``{worker: {"start": text, "end": text}}`` from two looped ``ansible.builtin.uri`` results (``return_content``),
+    the worker named by the loop variable ``key``; a read that did not answer 200 is None."""
+    scrapes = {}
+    for which, results in (("start", start), ("end", end)):
+        if isinstance(results, dict):
+            results = results.get("results")
+        for result in results if isinstance(results, list) else []:
+            if not isinstance(result, dict) or not isinstance(result.get(key), str):
+                continue
+            text = result.get("content") if result.get("status") == 200 and not result.get("failed") else None
+            scrapes.setdefault(result[key], {"start": None, "end": None})[which] = \
+                text if isinstance(text, str) else None
+    return scrapes

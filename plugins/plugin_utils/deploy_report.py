@@ -206,15 +206,26 @@ def _flag(value):
     return value.strip().lower() in ("true", "yes", "1") if isinstance(value, str) else bool(value)
 
 
+def _canary_part(gate):
+    """The canary gate's verdict as the report keeps it: the numbers judged, not every worker's."""
+    checks = [{key: check.get(key) for key in ("metric", "canary", "pool", "ratio", "difference", "result", "message")}
+              for check in gate.get("checks") or [] if isinstance(check, dict)]
+    return {"verdict": gate.get("verdict"), "message": gate.get("message"), "pool": list(gate.get("pool") or []),
+            "excluded": dict(gate.get("excluded") or {}), "source": gate.get("source"),
+            "window_seconds": gate.get("window_seconds"), "checks": checks,
+            "problems": list(gate.get("problems") or [])[:20], "kept": gate.get("kept")}
+
+
 def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=None, plan=None, model=None,
-                      rotation=None):
+                      rotation=None, canary=None):
     """Return the report dict of one host. Every argument but ``host`` may be ``None``.
 
     ``gateways`` is the list from ``gateway_states`` (empty or ``None``: no gateway was touched this run);
     ``plan`` is the site playbook's ``sglang_rollout_plan``; ``model`` the sglang_model role's ``sglang_model_report``
     (repository, revision, bytes, what was downloaded, read and verified on this host); ``rotation`` the record of
     ``rotation.rotation_record`` (the worker's time out of rotation; ``None`` when it neither left a gateway nor
-    restarted).
+    restarted); ``canary`` the verdict of site.yml's canary gate on this host (canary_gate.judge, with ``kept``: whether
+    its change stayed), ``None`` when it was not a canary.
 
     Every string of the report is ``text.safe_value`` (printable, valid UTF-8, capped): the report is where what the
     servers, the gateways and the hosts answered comes together, and the report files, the job's custom stats,
@@ -229,6 +240,9 @@ def build_host_report(host, preflight=None, driver=None, sglang=None, gateways=N
         report["model"] = _model_part(model)
     if gateways:
         report["gateways"] = list(gateways)
+    if isinstance(canary, dict) and canary.get("verdict"):
+        report["stages"]["canary"] = "%s, %s" % (canary["verdict"], "kept" if canary.get("kept") else "rolled back")
+        report["canary"] = _canary_part(canary)
     if plan is not None:
         report["plan"] = {"changes": list(plan.get("changes") or []),
                           "restart_needed": bool(plan.get("restart_needed"))}
@@ -531,6 +545,10 @@ def host_rows(report):
     if report.get("gateways"):
         rows.append(("Gateways", "; ".join(_gateway_text(row) for row in report["gateways"])))
     rows += rotation_rows(report.get("rotation"))
+    if report.get("canary"):
+        gate = report["canary"]
+        rows.append(("Canary gate", "%s (%s): %s" % (gate.get("verdict"), "change kept" if gate.get("kept")
+                                                     else "rolled back, the rollout stopped", _fmt(gate.get("message")))))
     if "plan" in report:
         rows.append(("Planned changes", "; ".join(report["plan"]["changes"]) or "none"))
     if sg.get("error"):

@@ -33,6 +33,7 @@ INPUTS = (
     "sglang_rollout_gateway_healthy_timeout",
     "sglang_rollout_audit_probe_timeout",
     "sglang_rollout_prewarm_timeout",
+    "sglang_rollout_canary_seconds",
     "iommu_preflight_p2p_test",
     "iommu_preflight_p2p_timeout",
     "nvidia_driver_apply",
@@ -59,6 +60,9 @@ RESTART_PROBES = 60
 GATEWAY_STOP_SLACK = 30
 GATEWAY_PROBES = 60
 GATEWAY_LISTING_SLACK = 60
+# site.yml's canary gate: its two reads of /metrics on the canary and each worker of its pool (30 s each), counted for
+# a pool of 8 workers each time (larger pools raise sglang_rollout_lock_lease)
+CANARY_SCRAPES = 2 * 8 * 30
 
 _ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles")
 _DEFAULTS = {}
@@ -220,6 +224,12 @@ def _rollback(s, gateways):
     return s.seconds("sglang_rollout_lock_lease") + _stop(s) + s.seconds("sglang_server_ready_timeout")
 
 
+def _canary(s, gateways):
+    # site.yml's canary gate: the reads of /metrics at its start and end, the wait between them; the promotion of the
+    # canary's configuration (a copy of a few files), or the drain phase of its rollback, which renews the lock
+    return s.seconds("sglang_rollout_lock_lease") + s.seconds("sglang_rollout_canary_seconds") + CANARY_SCRAPES
+
+
 def _audit(s, gateways):
     # preflight.yml: the P2P test when it is on, the endpoint probe
     return s.seconds("sglang_rollout_lock_lease") + s.seconds("sglang_rollout_audit_probe_timeout") + _p2p(s)
@@ -246,6 +256,7 @@ PHASES = {
     "restart": _restart,
     "restart_batch": _restart_batch,
     "rollback": _rollback,
+    "canary": _canary,
     "audit": _audit,
     "gateway": _gateway,
 }

@@ -76,15 +76,23 @@ def site_plays(window=False):
     batches, the imported rejoin play and the imported monitoring: (plan, change) or with ``window`` (plan, window,
     change)."""
     plays = load("playbooks", "site.yml")
-    assert len(plays) == 8
+    assert len(plays) == 9
     # first the refusal of a sliced AWX run (tests/unit/playbooks/test_unsliced.py)
     assert plays[0]["ansible.builtin.import_playbook"] == "plays/unsliced.yml"
     plays = plays[1:]
     assert plays[0]["ansible.builtin.import_playbook"] == "plays/model.yml"
     assert plays[2]["ansible.builtin.import_playbook"] == "plays/gateway_view.yml"
-    assert plays[5]["ansible.builtin.import_playbook"] == "plays/gateway_rejoin.yml"
-    assert plays[6]["ansible.builtin.import_playbook"] == "monitoring.yml"
-    return (plays[1], plays[3], plays[4]) if window else (plays[1], plays[4])
+    # the canary gate before any other change (canary_plays)
+    assert plays[3]["ansible.builtin.import_playbook"] == "plays/canary.yml"
+    assert plays[6]["ansible.builtin.import_playbook"] == "plays/gateway_rejoin.yml"
+    assert plays[7]["ansible.builtin.import_playbook"] == "monitoring.yml"
+    return (plays[1], plays[4], plays[5]) if window else (plays[1], plays[5])
+
+
+def canary_plays():
+    """plays/canary.yml: the canaries' change play, then their gate play."""
+    change, gate = load("playbooks", "plays", "canary.yml")
+    return change, gate
 
 
 def rollout_of(play):
@@ -168,10 +176,12 @@ def test_site_rolls_the_window_play_first_with_the_change_plays_steps():
                   "window_stop", "steps", "step", "budgets", "renew", "main"):
         for task in flatten(rollout_tasks(entry)):
             assert "run_once" not in task, (entry, task.get("name"))
-    order = rollout_tasks("order")[0]["vars"]["__sglang_rollout_window_hosts"]
+    order_vars = rollout_tasks("order")[0]["vars"]
+    order = order_vars["__sglang_rollout_window_hosts"]
     hostvars = {"a": {}, "n0": {"sglang_server_node_group": "big"}, "n1": {"sglang_server_node_group": "big"}, "b": {}}
     common = {"__sglang_rollout_all_candidates": ["a", "n0", "n1", "b"], "hostvars": hostvars,
-              "sglang_rollout_planned": True}
+              "sglang_rollout_planned": True,
+              "__sglang_rollout_single_candidates": order_vars["__sglang_rollout_single_candidates"]}
     # the single-host servers roll in the window, the multi-node ones in batches after it; only from site.yml's plan
     assert render_text(order, dict(common, sglang_rollout_window=True)) == ["a", "b"]
     assert render_text(order, dict(common, sglang_rollout_window=False)) == []
@@ -328,16 +338,21 @@ def test_site_renews_the_lock_it_kept_and_takes_again_only_the_lock_it_gave_back
 
 
 def test_site_keeps_the_lock_only_for_the_first_batch_of_the_rollout():
-    order, release = rollout_tasks("order")
+    order, refuse, say_why, release = rollout_tasks("order")
+    assert "ansible.builtin.assert" in refuse and "ansible.builtin.debug" in say_why
     assert order["run_once"] is True and order["delegate_to"] == "localhost" and order["delegate_facts"] is True
     keep = order["ansible.builtin.set_fact"]["sglang_rollout_order"]["keep"]
+    none = {"__sglang_rollout_canaries": []}
     # with sglang_rollout_window the window play runs first: its hosts keep the lock instead
-    assert render_text(keep, {"__sglang_rollout_stops": False, "__sglang_rollout_window_hosts": [],
-                              "__sglang_rollout_batches": [["a", "b"], ["c"]]}) == ["a", "b"]
+    assert render_text(keep, dict(none, __sglang_rollout_stops=False, __sglang_rollout_window_hosts=[],
+                                  __sglang_rollout_batches=[["a", "b"], ["c"]])) == ["a", "b"]
+    assert render_text(keep, dict(none, __sglang_rollout_stops=False, __sglang_rollout_window_hosts=["a", "c"],
+                                  __sglang_rollout_batches=[["n0", "n1"]])) == ["a", "c"]
+    assert render_text(keep, dict(none, __sglang_rollout_stops=True, __sglang_rollout_window_hosts=["a"],
+                                  __sglang_rollout_batches=[["a"]])) == []
+    # with the canary gate the canaries change first: they keep it
     assert render_text(keep, {"__sglang_rollout_stops": False, "__sglang_rollout_window_hosts": ["a", "c"],
-                              "__sglang_rollout_batches": [["n0", "n1"]]}) == ["a", "c"]
-    assert render_text(keep, {"__sglang_rollout_stops": True, "__sglang_rollout_window_hosts": ["a"],
-                              "__sglang_rollout_batches": [["a"]]}) == []
+                              "__sglang_rollout_canaries": ["c"], "__sglang_rollout_batches": []}) == ["c"]
     assert "not sglang_rollout_planned | bool" in order["vars"]["__sglang_rollout_stops"], "only after a plan"
     assert "sglang_rollout_batches(sglang_rollout_serial" in order["vars"]["__sglang_rollout_batches"]
     assert "sglang_server_node_group" in order["vars"]["__sglang_rollout_batches"]
@@ -529,7 +544,7 @@ def test_every_lease_comes_from_the_lease_filter():
     """No lease arithmetic in YAML: the role's per-phase leases are filter calls, and every lock takes one of them."""
     variables = load("roles", "sglang_rollout", "vars", "main.yml")
     leases = {k: v for k, v in variables.items() if k.startswith("__sglang_rollout_lease_")}
-    assert len(leases) == 13
+    assert len(leases) == 14
     for name, expression in leases.items():
         phase = name[len("__sglang_rollout_lease_"):]
         assert expression.strip() == ("{{ '%s' | llmserve.sglang.sglang_rollout_lease(__sglang_rollout_all_budgets, "
@@ -747,3 +762,138 @@ def test_gateway_lock_paths_are_private():
         with open(os.path.join(ROOT, name)) as handle:
             paths = set(re.findall(r"path: (/run/\S+)", handle.read()))
         assert paths == {GATEWAY_LOCK}, (name, paths)
+
+
+# --- the canary gate (plays/canary.yml, tasks/stage_canary.yml) ----------------------------------------------------
+
+def test_site_changes_and_judges_the_canaries_before_any_other_server():
+    change, gate = canary_plays()
+    plan, window, batches = site_plays(window=True)
+    order = "{{ hostvars['localhost']['sglang_rollout_order']['canary'] | default([]) }}"
+    assert change["hosts"] == gate["hosts"] == order
+    # the canaries change as the window play's hosts do, with its steps, and keep the configuration before as the
+    # last good one
+    assert change["strategy"] == "ansible.builtin.host_pinned" and change["tasks"][0]["vars"]["sglang_rollout_windowed"]
+    assert rollout_of(change) == rollout_of(window)
+    canary_steps = change["tasks"][0]["vars"]["sglang_rollout_steps"]
+    window_steps = window["tasks"][0]["vars"]["sglang_rollout_steps"]
+    assert canary_steps[0] == window_steps[0]
+    assert canary_steps[1]["vars"] == dict(window_steps[1]["vars"], sglang_server_last_good_deferred=True)
+    assert dict(canary_steps[1], vars=None) == dict(window_steps[1], vars=None)
+    # a failed gate (or a failed canary) ends the playbook: no other play runs
+    assert gate["any_errors_fatal"] is True and "strategy" not in gate
+    assert rollout_of(gate) == ("canary", ["sglang_server:rollback(rollback)"])
+
+
+def test_the_gate_keeps_the_change_or_rolls_back_under_the_lock():
+    tasks = rollout_tasks("stage_canary")
+    (block,) = [t for t in tasks if "block" in t]
+    names = [role_of(t) or ("block" if "block" in t else next(k for k in t if k.startswith("ansible.builtin.")))
+             for t in block["block"]]
+    assert names == ["ansible.builtin.import_tasks", "ansible.builtin.uri", "ansible.builtin.wait_for",
+                     "ansible.builtin.uri", "ansible.builtin.set_fact", "ansible.builtin.debug", "sglang_server:promote",
+                     "block"]
+    assert block["block"][0]["vars"] == {"sglang_rollout_phase": "canary"}
+    # each worker is read on itself, at the address its own probes use; a failed read leaves it out of the judgement
+    for read in (block["block"][1], block["block"][3]):
+        assert read["delegate_to"] == "{{ __sglang_rollout_peer }}" and read["failed_when"] is False
+        assert read["ansible.builtin.uri"]["url"] == "{{ hostvars[__sglang_rollout_peer].sglang_server_plan.metrics_url }}"
+        assert read["loop"] == "{{ [inventory_hostname] + __sglang_rollout_canary_pool }}"
+    assert block["block"][6]["when"] == "__sglang_rollout_canary_keeps | bool"
+    rollback = block["block"][7]
+    assert rollback["when"] == "not __sglang_rollout_canary_keeps | bool"
+    assert [t.get("ansible.builtin.import_tasks") for t in rollback["block"]] == ["renew.yml", "drain.yml", "steps.yml",
+                                                                                  "rejoin.yml", None]
+    assert rollback["block"][1]["vars"]["sglang_rollout_restarts"] is False
+    # the window slots the rollback's drain took go back once the canary serves again; a failure leaves them to end.yml,
+    # which must not take the change play's registered results for them
+    give_back = rollback["block"][4]
+    assert give_back[LOCK]["state"] == "released" and give_back["register"] == "__sglang_rollout_slots_back"
+    (forget,) = [t for t in tasks if t["name"] == "Forget the change play's gateway holds"]
+    assert forget["ansible.builtin.set_fact"] == {"__sglang_rollout_gateway_hold": {},
+                                                  "__sglang_rollout_slots_back": {"skipped": True}}
+    assert [t.get("ansible.builtin.import_tasks") for t in block["always"]] == ["end.yml"]
+    stop = tasks[-1]
+    assert "ansible.builtin.fail" in stop and stop["when"] == "not __sglang_rollout_canary_keeps | bool"
+
+
+def _order_context(hostvars, **settings):
+    order = rollout_tasks("order")[0]
+    context = dict(order["vars"])
+    context.update(dict(sglang_rollout_planned=True, sglang_rollout_window=True, sglang_rollout_serial=1,
+                        sglang_rollout_max_fail_percentage=0, sglang_rollout_canary="auto",
+                        __sglang_rollout_play_servers=list(hostvars), groups={"sglang_servers": list(hostvars)},
+                        hostvars={h: dict(v, inventory_hostname=h) for h, v in hostvars.items()}), **settings)
+    return order, context
+
+
+def _server(restart=True, serving=True, metrics=True, group=""):
+    return {"sglang_rollout_plan": {"changes": ["sglang: x"], "restart_needed": restart, "serving": serving},
+            "sglang_server_plan": {"metrics_url": "http://127.0.0.1:30000/metrics" if metrics else None},
+            "sglang_server_node_group": group}
+
+
+def test_the_canaries_are_the_first_serving_single_host_servers_that_restart_and_serve_metrics():
+    fleet = {"a": _server(metrics=False), "b": _server(serving=False), "n0": _server(group="big"),
+             "n1": _server(group="big"), "c": _server(), "d": _server()}
+    order, context = _order_context(fleet)
+    fact = order["ansible.builtin.set_fact"]["sglang_rollout_order"]
+
+    def rendered(key, **settings):
+        return render_text(fact[key], dict(context, __sglang_rollout_batches=[], **settings))
+
+    # auto: one, the first that serves /metrics (a does not, b serves nothing yet, n0/n1 are one multi-node server)
+    assert rendered("canary") == ["c"]
+    assert rendered("window") == ["a", "b", "d"], "the canary is not in the window again"
+    assert rendered("canary", sglang_rollout_canary=2) == ["c", "d"]
+    assert rendered("canary", sglang_rollout_canary=0) == []
+    assert rendered("canary", sglang_rollout_canary=2, sglang_rollout_window=False) == ["c", "d"]
+    # the batches (the collection's filter, not loaded here) cut what the canaries and the window leave
+    candidates = render_text("{{ __sglang_rollout_candidates }}", dict(context, sglang_rollout_window=False))
+    assert candidates == ["a", "b", "n0", "n1", "d"]
+    assert rendered("canary_note") == "" and rendered("canary_refused") == ""
+    # restart.yml / rollback.yml order without a plan: never a canary
+    assert rendered("canary", sglang_rollout_planned=False) == []
+
+
+def test_no_canary_without_metrics_or_with_one_server_and_a_refusal_when_one_was_asked_for():
+    order, context = _order_context({"a": _server(metrics=False), "b": _server(metrics=False)})
+    fact = order["ansible.builtin.set_fact"]["sglang_rollout_order"]
+    assert render_text(fact["canary"], context) == []
+    assert "sglang_server_metrics: false" in render_text(fact["canary_note"], context)
+    assert render_text(fact["canary_refused"], context) == ""
+    refused = render_text(fact["canary_refused"], dict(context, sglang_rollout_canary=1))
+    assert refused.startswith("sglang_rollout_canary is 1, but none of the servers") and "sglang_server_metrics: true" in refused
+    # one server: nothing to compare with
+    order, context = _order_context({"a": _server()})
+    assert render_text(fact["canary"], context) == []
+    assert render_text(fact["canary_note"], context) == "no canary gate: the fleet has one server"
+    # a first deployment (nothing serves yet): no candidate, no gate, nothing to say
+    order, context = _order_context({"a": _server(serving=False), "b": _server(serving=False)})
+    assert render_text(fact["canary"], context) == [] and render_text(fact["canary_note"], context) == ""
+
+
+def test_a_canary_is_judged_against_the_other_workers_of_its_pools():
+    variables = load("roles", "sglang_rollout", "vars", "main.yml")
+    names = ("__sglang_rollout_canary_pool", "__sglang_rollout_host_pools", "__sglang_rollout_pooled_hosts",
+             "__sglang_rollout_node_group_hosts")
+    servers = {"a1": _server(), "a2": _server(), "a3": _server(metrics=False), "b1": _server(), "b2": _server(),
+               "x1": _server(), "x2": _server(), "n0": _server(group="big")}
+
+    def pool(host, canaries):
+        context = dict((name, variables[name]) for name in names)
+        pools = {"gw-a": ["a1", "a2", "a3"], "gw-b": ["b1", "b2", "a2"]}
+        # the filter sglang_rollout_pools, which the collection loader would find
+        context.update(inventory_hostname=host, __sglang_rollout_pool_map=pools,
+                       __sglang_rollout_host_pools=host_pools(host, pools, 1),
+                       groups={"sglang_servers": list(servers)},
+                       hostvars=dict({h: dict(v, inventory_hostname=h) for h, v in servers.items()},
+                                     localhost={"sglang_rollout_order": {"canary": canaries}}))
+        return render_text("{{ __sglang_rollout_canary_pool }}", context)
+
+    # a1 is behind gw-a: a2 (a3 serves no /metrics)
+    assert pool("a1", ["a1"]) == ["a2"]
+    # a2 is behind both gateways: the workers of both, not the other canary b1
+    assert pool("a2", ["a2", "b1"]) == ["a1", "b2"]
+    # behind no gateway: the other servers behind no gateway, not a multi-node server's node
+    assert pool("x1", ["x1"]) == ["x2"]

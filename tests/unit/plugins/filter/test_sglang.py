@@ -33,7 +33,7 @@ FILTER_DIR = os.path.dirname(sglang_filter.__file__)
 ALL_FILTERS = ["sglang_validate", "sglang_render", "sglang_unit_value", "sglang_base_url",
                "sglang_url_path", "sglang_device_problems", "sglang_node_group_check", "sglang_node_group_plan",
                "sglang_deploy_plan", "sglang_rollout_batches", "sglang_rollout_lease", "sglang_rollout_step_problems",
-               "sglang_rollout_pools", "sglang_rollout_window_problems",
+               "sglang_rollout_pools", "sglang_rollout_window_problems", "sglang_canary_gate", "sglang_canary_problems",
                "sglang_service_problems",
                "sglang_pip_redact", "sglang_node_firewall", "sglang_server_info_expected", "sglang_cache_layout",
                "sglang_server_addresses", "sglang_revision_swap", "sglang_revision_swap_group", "sglang_swap_verdict", "sglang_serving_record"]
@@ -272,3 +272,12 @@ def test_service_problems_filter():
         "sglang_server_user: is root")
     with pytest.raises(AnsibleFilterError, match="state must be a deploy_state result"):
         problems({"user": "sglang"}, state=[])
+
+
+def test_the_canary_filters_judge_registered_reads_and_name_bad_settings():
+    filters = FilterModule().filters()
+    assert filters["sglang_canary_problems"]("auto") == []
+    assert filters["sglang_canary_problems"](1, 0)[0].startswith("sglang_rollout_canary_seconds must be")
+    # no reads at all: the gate cannot judge, and says so
+    verdict = filters["sglang_canary_gate"]("c", start={"results": []}, end={"results": []}, loop_var="w")
+    assert verdict["verdict"] == "inconclusive" and verdict["message"] == "canary c has no numbers"

@@ -193,7 +193,7 @@ def test_an_unjudged_number_is_reported_and_a_judged_one_can_be_switched_on():
     ({"a": worker()}, None, "no other worker"),
     ({"a": {"start": REAL_START, "end": None}, "b": worker()}, None, "no request count"),
     ({"b": worker()}, None, "canary a has no numbers"),
-    ({"a": worker(), "b": worker()}, {"max_ttft_ratio": "fast"}, "max_ttft_ratio cannot be 'fast'"),
+    ({"a": worker(), "b": worker()}, {"max_ttft_ratio": "fast"}, "max_ttft_ratio must be a ratio above 0 (null: not judged), got 'fast'"),
     ({"a": worker(), "b": worker()}, {"max_ttft_ration": 2}, "unknown threshold 'max_ttft_ration'"),
 ])
 def test_too_little_to_go_on_is_inconclusive_never_a_pass(scrapes, thresholds, needle):
@@ -354,3 +354,45 @@ def test_mangled_real_scrapes_never_raise():
                                              "b": {"start": text, "end": REAL_END}}, {"min_requests": 1})
         assert verdict["verdict"] in ("pass", "fail", "inconclusive")
         json.dumps(verdict, allow_nan=False)  # no NaN or infinity reaches the report
+
+
+# --- the rollout's settings and its reads (site.yml's gate) ----------------------------------------------------------
+
+def test_the_gate_settings_are_checked_naming_the_variable_and_the_rule():
+    assert cg.settings_problems("auto", 300, {}, "rollback") == []
+    assert cg.settings_problems(2, "60", {"max_tpot_ratio": 2, "min_requests": 5}, "continue") == []
+    problems = cg.settings_problems("many", 0, {"max_tpot_ratio": -1, "nope": 1}, "ignore")
+    assert problems[0].startswith("sglang_rollout_canary must be auto or a whole number")
+    assert problems[1].startswith("sglang_rollout_canary_seconds must be a whole number of seconds from 1 to 86400")
+    assert "sglang_rollout_canary_thresholds: unknown threshold 'nope'" in problems[2]
+    assert "sglang_rollout_canary_thresholds: max_tpot_ratio must be a ratio above 0 (null: not judged), got -1" in problems
+    assert problems[-1] == "sglang_rollout_canary_inconclusive must be one of rollback, continue, got 'ignore'"
+    for bad in (True, -1, 1.5, None, [1]):
+        assert cg.settings_problems(bad, 300, {}, "rollback"), bad
+    assert cg.settings_problems("auto", 86401, {}, "rollback") and cg.settings_problems("auto", True, {}, "rollback")
+    wrong = cg.settings_problems("auto", 300, "fast", "rollback")
+    assert wrong == ["sglang_rollout_canary_thresholds: thresholds must be a dict, got str"]
+
+
+def test_the_reads_become_scrapes_and_a_failed_read_is_none():
+    start = {"results": [{"peer": "c", "status": 200, "content": "a 1\n"},
+                         {"peer": "p1", "status": -1, "msg": "refused", "content": ""},
+                         {"peer": "p2", "status": 503, "content": "warming up"},
+                         {"peer": "p3", "status": 200, "failed": True, "content": "x"},
+                         {"no": "name"}, "junk"]}
+    end = [{"peer": "c", "status": 200, "content": "a 2\n"}, {"peer": "p1", "status": 200, "content": "b 1\n"}]
+    assert cg.scrapes_from_results(start, end, "peer") == {
+        "c": {"start": "a 1\n", "end": "a 2\n"}, "p1": {"start": None, "end": "b 1\n"},
+        "p2": {"start": None, "end": None}, "p3": {"start": None, "end": None}}
+    assert cg.scrapes_from_results(None, "nonsense", "peer") == {}
+
+
+def test_a_canary_whose_read_failed_is_never_a_pass_and_a_slow_one_fails():
+    good, slow = worker(), worker(tpot=0.08)
+    start = [{"w": name, "status": 200, "content": w["start"]} for name, w in (("c", slow), ("p1", good), ("p2", good))]
+    end = [{"w": name, "status": 200, "content": w["end"]} for name, w in (("c", slow), ("p1", good), ("p2", good))]
+    verdict = cg.gate_from_scrapes("c", cg.scrapes_from_results(start, end, "w"))
+    assert verdict["verdict"] == "fail" and check(verdict, "tpot")["result"] == "fail"
+    assert verdict["pool"] == ["p1", "p2"]
+    end[0] = {"w": "c", "status": -1, "msg": "connection refused"}
+    assert cg.gate_from_scrapes("c", cg.scrapes_from_results(start, end, "w"))["verdict"] == "inconclusive"

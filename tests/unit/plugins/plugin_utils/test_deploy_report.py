@@ -341,3 +341,23 @@ def test_report_file_name_refuses_an_empty_name():
         report_file_name("")
     with pytest.raises(AnsibleFilterError, match="sglang_report_file_name: a report needs a host name"):
         sglang_report_file_name("")
+
+
+def test_the_canary_gate_is_a_stage_and_a_row_of_its_report():
+    gate = {"verdict": "fail", "message": "canary a1 is worse than its pool (a2, a3) over 60 s: decode time per output "
+                                          "token (mean): canary 0.1 s, pool 0.02 s (median of 2), 5.00x; limit 1.50x",
+            "pool": ["a2", "a3"], "excluded": {}, "source": "metrics", "window_seconds": 60, "problems": [],
+            "checks": [{"metric": "tpot", "canary": 0.1, "pool": 0.02, "ratio": 5.0, "difference": 0.08,
+                        "result": "fail", "message": "...", "threshold": {"max_tpot_ratio": 1.5}}],
+            "workers": {"a1": {"requests": 40}}, "kept": False}
+    report = build_host_report("a1", canary=gate)
+    assert report["stages"]["canary"] == "fail, rolled back"
+    assert report["canary"]["checks"] == [{"metric": "tpot", "canary": 0.1, "pool": 0.02, "ratio": 5.0,
+                                           "difference": 0.08, "result": "fail", "message": "..."}]
+    assert "workers" not in report["canary"], "every worker's numbers stay out of the report"
+    row = dict(host_rows(report))["Canary gate"]
+    assert row.startswith("fail (rolled back, the rollout stopped): canary a1 is worse than its pool")
+    kept = build_host_report("a1", canary=dict(gate, verdict="pass", kept=True))
+    assert kept["stages"]["canary"] == "pass, kept"
+    assert dict(host_rows(kept))["Canary gate"].startswith("pass (change kept)")
+    assert "canary" not in build_host_report("a1")["stages"]

@@ -269,9 +269,24 @@ def test_gateway_outlasts_the_install_the_stop_and_the_roles_waits(overrides):
     assert math.isfinite(gateway)
 
 
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_canary_outlasts_the_gates_window_and_its_reads(scenario):
+    """The gate's two reads of /metrics (the uri timeout of stage_canary.yml, for the canary and 7 pool workers each)
+    and its wait; a longer sglang_rollout_canary_seconds gives a longer lease."""
+    variables = variables_of(scenario)
+    tasks = load("roles", "sglang_rollout", "tasks", "stage_canary.yml")
+    gate = [t for t in tasks if "block" in t][0]["block"]
+    reads = [t["ansible.builtin.uri"]["timeout"] for t in gate if "ansible.builtin.uri" in t]
+    assert len(reads) == 2
+    assert lease("canary", variables) >= (sum(reads) * 8 + number(variables, "sglang_rollout_canary_seconds")
+                                          + number(variables, "sglang_rollout_lock_lease"))
+    longer = dict(variables, sglang_rollout_canary_seconds=3600)
+    assert lease("canary", longer) - lease("canary", variables) == 3600 - number(variables, "sglang_rollout_canary_seconds")
+
+
 def test_every_phase_has_a_test_here():
     tested = {"plan", "prewarm", "driver", "drain", "deploy", "sglang", "rejoin", "hold", "restart", "restart_batch",
-              "rollback", "audit", "gateway"}
+              "rollback", "audit", "gateway", "canary"}
     assert set(PHASES) == tested
 
 
@@ -282,7 +297,7 @@ def test_the_documented_default_leases():
     rejoin 300 s."""
     assert [lease(p, {}) for p in ("plan", "prewarm", "drain", "driver", "sglang", "deploy", "rejoin")] == \
         [1200, 2100, 300, 300, 4680, 2880, 300]
-    assert [lease(p, {}) for p in ("restart", "rollback", "audit", "gateway")] == [1800, 1320, 330, 2910]
+    assert [lease(p, {}) for p in ("restart", "rollback", "audit", "gateway", "canary")] == [1800, 1320, 330, 2910, 1080]
 
 
 def test_missing_names_take_the_role_defaults():
