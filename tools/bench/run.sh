@@ -22,7 +22,7 @@
 # with the unit's environment; targets: no file written outside the declared directories, none added to the caches by
 # the second start. Results: reports/bench_cache.json.
 # Then the controller's cost per host (BENCH_NO_SCALE=1 skips it; see below), and the sliding window against lockstep
-# batches (BENCH_NO_WINDOW=1 skips it; see below).
+# batches (BENCH_NO_WINDOW=1 skips it; see below), and the canary gate (BENCH_NO_CANARY=1 skips it; see below).
 # Then the model store (BENCH_NO_MODEL=1 skips it, about 11 minutes): tools/bench/bench_model.py serves a 1 GiB model
 # from olah on 127.0.0.1 and compares the sglang_model role's download with curl's of the same file, side by side,
 # then measures runs that change nothing (no weight byte read, checked with fincore). Targets: role rate >= 0.8 x
@@ -164,6 +164,18 @@ if [ "${BENCH_NO_WINDOW:-0}" != 1 ]; then
     --slow-seconds "${BENCH_WINDOW_SLOW_SECONDS:-120}" --pool-size "${BENCH_WINDOW_POOL_SIZE:-6}" \
     --prefix "llmserve-window-$$" \
     --json "$root/reports/bench_window.json" --workdir "$root/reports/bench_window" || status=1
+fi
+
+# The canary gate (BENCH_NO_CANARY=1 skips it, about 12 minutes): tools/bench/bench_canary.py boots 2 smg gateways and
+# 6 stand-in workers (llmserve-canary-<pid>-*, two pools of 3), converges them, then rolls a bad change (every worker
+# decodes 5 times slower: caught on the canary, rolled back, the run stops, no other worker changes) and a good one
+# (passes the gate, every worker changes) while a client runs through each gateway. Results: reports/bench_canary.json,
+# logs under reports/bench_canary/.
+if [ "${BENCH_NO_CANARY:-0}" != 1 ]; then
+  echo "== the canary gate: a change that decodes slower caught on the canary, a good change rolled on"
+  rm -rf "$root/reports/bench_canary"
+  "$python" "$here/bench_canary.py" --prefix "llmserve-canary-$$" \
+    --json "$root/reports/bench_canary.json" --workdir "$root/reports/bench_canary" || status=1
 fi
 
 if [ "${BENCH_NO_MODEL:-0}" != 1 ]; then
