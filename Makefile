@@ -50,7 +50,7 @@ help:
 	@echo "make validation-messages - every validation message for a corpus of bad inputs vs docs/validation-messages.md (issue 47)"
 	@echo "make rules-test - the sglang_monitoring role's Prometheus rules: promtool check rules and promtool test rules (tests/prometheus)"
 	@echo "make demo    - run site.yml against the local demo test hosts (inventories/demo)"
-	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), site.yml no-change one host vs two (demo hosts), model download role vs curl and no-change cost, rolling restart through the gateway (fleet), pre-warm, revision change by restart vs in-place weight swap (real CPU SGLang), controller CPU and memory per host at 1-8 hosts (docs/scale.md), a rollout through two gateway pools in the sliding window vs lockstep batches"
+	@echo "make bench   - benchmarks: readiness waits (stand-in and real SGLang), site.yml no-change one host vs two (demo hosts), model download role vs curl and no-change cost, rolling restart through the gateway (fleet), pre-warm, revision change by restart vs in-place weight swap (real CPU SGLang), controller CPU and memory per host at 1-8 hosts (docs/scale.md), a rollout through two gateway pools in the sliding window vs lockstep batches, the canary gate (a slow change caught, a good one rolled on)"
 	@echo "make molecule S='default preflight' - run some molecule scenarios"
 	@echo "make gpu-check - on a real NVIDIA host: facts, preflight, driver, device access, P2P; one JSON verdict"
 
