@@ -127,15 +127,9 @@ def main(argv=None):
     inventory = write_inventory(os.path.join(workdir, "inventory"), args.prefix, args.pool_size, args.canary_seconds)
     workers, gateways, order = bench_window.names(args.prefix, args.pool_size)
     canary = order[0]
-    worker_mounts = [(args.fixtures, "/opt/llmserve-fixtures"), (args.wheelhouse, "/opt/llmserve-wheelhouse"),
-                     (args.models, "/opt/llmserve-models")]
-    gateway_mounts = [(os.path.join(args.wheelhouse, "smg"), "/opt/llmserve-wheelhouse-smg")]
-    for source, dummy_target in worker_mounts + gateway_mounts:
-        if not os.path.isdir(source):
-            log("no %s (make bench makes the fixtures, the wheelhouses and the model)" % source)
-            return 2
-    containers = [(gateways[p], image_prefix + ":bookworm", gateway_mounts) for p in POOLS]
-    containers += [(w, image_prefix + ":trixie", worker_mounts) for w in order]
+    containers = bench_window.pool_containers(args, gateways, order, image_prefix, say=log)
+    if containers is None:
+        return 2
     network = args.prefix
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()

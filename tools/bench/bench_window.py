@@ -144,6 +144,20 @@ def boot(containers, network):
     bench_scale.wait_booted([name for name, dummy_image, dummy_volumes in containers])
 
 
+def pool_containers(args, gateways, order, image_prefix, say=None):
+    """The test hosts of two pools: (name, image, mounts) for each gateway (smg's wheelhouse) and each worker (the
+    fixtures, the wheelhouses, the models); None, said, when a directory to mount is missing."""
+    worker_mounts = [(args.fixtures, "/opt/llmserve-fixtures"), (args.wheelhouse, "/opt/llmserve-wheelhouse"),
+                     (args.models, "/opt/llmserve-models")]
+    gateway_mounts = [(os.path.join(args.wheelhouse, "smg"), "/opt/llmserve-wheelhouse-smg")]
+    for source, dummy_target in worker_mounts + gateway_mounts:
+        if not os.path.isdir(source):
+            (say or log)("no %s (make bench makes the fixtures, the wheelhouses and the model)" % source)
+            return None
+    containers = [(gateways[p], image_prefix + ":bookworm", gateway_mounts) for p in POOLS]
+    return containers + [(w, image_prefix + ":trixie", worker_mounts) for w in order]
+
+
 def remove(containers, network):
     for name, dummy_image, dummy_volumes in containers:
         subprocess.run(["podman", "rm", "-f", "-t", "2", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -309,15 +323,9 @@ def main(argv=None):
     os.makedirs(workdir, exist_ok=True)
     inventory = write_inventory(os.path.join(workdir, "inventory"), args.prefix, args.slow_seconds, args.pool_size)
     workers, gateways, order = names(args.prefix, args.pool_size)
-    worker_mounts = [(args.fixtures, "/opt/llmserve-fixtures"), (args.wheelhouse, "/opt/llmserve-wheelhouse"),
-                     (args.models, "/opt/llmserve-models")]
-    gateway_mounts = [(os.path.join(args.wheelhouse, "smg"), "/opt/llmserve-wheelhouse-smg")]
-    for source, dummy_target in worker_mounts + gateway_mounts:
-        if not os.path.isdir(source):
-            log("no %s (make bench makes the fixtures, the wheelhouses and the model)" % source)
-            return 2
-    containers = [(gateways[p], image_prefix + ":bookworm", gateway_mounts) for p in POOLS]
-    containers += [(w, image_prefix + ":trixie", worker_mounts) for w in order]
+    containers = pool_containers(args, gateways, order, image_prefix)
+    if containers is None:
+        return 2
     network = args.prefix
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()

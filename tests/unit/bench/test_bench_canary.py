@@ -39,3 +39,21 @@ def test_the_newest_run_report_is_read_by_host(tmp_path):
             json.dump({"run_id": run, "hosts": [{"host": "a1", "canary": {"verdict": verdict}}, {"host": "b1"}]}, handle)
     newest = bench_canary.newest_report(str(tmp_path))
     assert newest == {"a1": {"host": "a1", "canary": {"verdict": "pass"}}, "b1": {"host": "b1"}}
+
+
+def test_the_test_hosts_mount_what_the_bench_made_and_none_without_it(tmp_path):
+    class Args:
+        fixtures, wheelhouse, models = str(tmp_path / "f"), str(tmp_path / "w"), str(tmp_path / "m")
+
+    for path in ("f", "w", "w/smg", "m"):
+        os.makedirs(str(tmp_path / path))
+    dummy_workers, gateways, order = bench_canary.bench_window.names("p", 2)
+    containers = bench_canary.bench_window.pool_containers(Args, gateways, order, "img", say=lambda text: None)
+    assert [(name, image) for name, image, dummy_mounts in containers] == [
+        ("p-gw-a", "img:bookworm"), ("p-gw-b", "img:bookworm"), ("p-a1", "img:trixie"), ("p-b1", "img:trixie"),
+        ("p-a2", "img:trixie"), ("p-b2", "img:trixie")]
+    assert containers[0][2] == [(str(tmp_path / "w" / "smg"), "/opt/llmserve-wheelhouse-smg")]
+    said = []
+    os.rmdir(str(tmp_path / "m"))
+    assert bench_canary.bench_window.pool_containers(Args, gateways, order, "img", say=said.append) is None
+    assert said == ["no %s (make bench makes the fixtures, the wheelhouses and the model)" % (tmp_path / "m")]
