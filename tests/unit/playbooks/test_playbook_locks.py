@@ -814,7 +814,12 @@ def test_the_gate_keeps_the_change_or_rolls_back_under_the_lock():
                                                   "__sglang_rollout_slots_back": {"skipped": True}}
     assert [t.get("ansible.builtin.import_tasks") for t in block["always"]] == ["end.yml"]
     stop = tasks[-1]
-    assert "ansible.builtin.fail" in stop and stop["when"] == "not __sglang_rollout_canary_keeps | bool"
+    assert "ansible.builtin.fail" in stop
+    # a dry run changed nothing: no gate, no failure
+    assert block["when"] == "not ansible_check_mode"
+    assert stop["when"] == ["not ansible_check_mode", "not __sglang_rollout_canary_keeps | bool"]
+    (dry,) = [t for t in tasks if t.get("when") == "ansible_check_mode"]
+    assert "ansible.builtin.debug" in dry
 
 
 def _order_context(hostvars, **settings):
