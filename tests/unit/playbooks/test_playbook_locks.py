@@ -825,6 +825,8 @@ def test_the_gate_keeps_the_change_or_rolls_back_under_the_lock():
 def _order_context(hostvars, **settings):
     order = rollout_tasks("order")[0]
     context = dict(order["vars"])
+    context["__sglang_rollout_node_group_hosts"] = load("roles", "sglang_rollout", "vars", "main.yml")[
+        "__sglang_rollout_node_group_hosts"]
     context.update(dict(sglang_rollout_planned=True, sglang_rollout_window=True, sglang_rollout_serial=1,
                         sglang_rollout_max_fail_percentage=0, sglang_rollout_canary="auto",
                         __sglang_rollout_play_servers=list(hostvars), groups={"sglang_servers": list(hostvars)},
@@ -865,10 +867,19 @@ def test_no_canary_without_metrics_or_with_one_server_and_a_refusal_when_one_was
     order, context = _order_context({"a": _server(metrics=False), "b": _server(metrics=False)})
     fact = order["ansible.builtin.set_fact"]["sglang_rollout_order"]
     assert render_text(fact["canary"], context) == []
-    assert "sglang_server_metrics: false" in render_text(fact["canary_note"], context)
+    assert "fewer than two of them serve /metrics (sglang_server_metrics: true)" in render_text(fact["canary_note"], context)
     assert render_text(fact["canary_refused"], context) == ""
     refused = render_text(fact["canary_refused"], dict(context, sglang_rollout_canary=1))
     assert refused.startswith("sglang_rollout_canary is 1, but none of the servers") and "sglang_server_metrics: true" in refused
+    # one server of the run serves /metrics (or the run is limited to it): nothing to compare it with
+    order, context = _order_context({"a": _server(), "b": _server(metrics=False)})
+    assert render_text(fact["canary"], context) == []
+    assert "fewer than two of them serve /metrics" in render_text(fact["canary_note"], context)
+    refused = render_text(fact["canary_refused"], dict(context, sglang_rollout_canary=1))
+    assert "(a run limited to one server has none to compare with)" in refused and "\n" not in refused
+    order, context = _order_context({"a": _server(), "b": _server(metrics=False)},
+                                    __sglang_rollout_play_servers=["a"])
+    assert render_text(fact["canary"], context) == []
     # one server: nothing to compare with
     order, context = _order_context({"a": _server()})
     assert render_text(fact["canary"], context) == []
